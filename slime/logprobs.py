@@ -1,0 +1,216 @@
+"""Per-token log-probs (and entropies) of realised tokens under a causal LM, chunk by chunk.
+
+With a 151k-entry vocabulary the full ``[B, L, V]`` logits tensor of a long agent conversation
+does not fit twice in memory (once for logits, once for the log-softmax, again for backward).
+:func:`compute_token_logprobs` therefore runs only the decoder body, gathers the hidden states at
+the positions whose next token is wanted (normally the response), and applies the LM head and the
+log-softmax to ``chunk_size`` positions at a time. When gradients are on, each chunk is wrapped in
+activation checkpointing so backward recomputes the chunk's logits instead of keeping them: peak
+extra memory is ``O(chunk_size * V)`` rather than ``O(B * L * V)``.
+
+Alignment convention (used everywhere in slime): ``logprobs_B_L[b, t]`` is
+``log p(input_ids[b, t] | input_ids[b, :t])``; position 0 has no prediction and is 0. A sample
+with prompt length ``P`` and response length ``R`` has its response log-probs at
+``logprobs_B_L[b, P:P + R]``, aligned one-to-one with ``Sample.rollout_log_probs``.
+
+Follows slime's ``compute_log_probs``/``calculate_log_probs_and_entropy`` (THUDM/slime), the
+chunked cross-entropy of Liger-Kernel / prime-rl, and divides logits by the sampling temperature
+as vLLM/SGLang do when reporting sampling log-probs.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch.utils.checkpoint import checkpoint
+
+__all__ = [
+    "TokenLogprobs",
+    "compute_token_logprobs",
+    "entropy_from_logits",
+    "token_logprobs_from_logits",
+]
+
+
+class TokenLogprobs(NamedTuple):
+    """Output of :func:`compute_token_logprobs`.
+
+    logprobs_B_L: ``[B, L]`` float32 (float64 for a float64 model); log-prob of each selected token given its prefix, 0 elsewhere.
+    entropy_B_L: ``[B, L]`` float32 entropy of the predictive distribution for each selected token,
+        0 elsewhere; ``None`` unless ``return_entropy=True``.
+    """
+
+    logprobs_B_L: torch.Tensor
+    entropy_B_L: torch.Tensor | None
+
+
+def token_logprobs_from_logits(
+    logits_B_L_V: torch.Tensor, input_ids_B_L: torch.Tensor, temperature: float = 1.0
+) -> torch.Tensor:
+    """Return ``logprobs_B_L`` from full logits (small models / reference implementation).
+
+    Args:
+        logits_B_L_V: ``[B, L, V]`` next-token logits as returned by ``model(...).logits``
+            (``logits[:, t]`` predicts ``input_ids[:, t + 1]``).
+        input_ids_B_L: ``[B, L]`` token ids.
+        temperature: sampling temperature the logits are divided by (> 0).
+
+    Returns:
+        ``[B, L]`` float32 tensor (float64 for float64 logits), ``out[:, t] = log p(input_ids[:, t] | input_ids[:, :t])`` for
+        ``t >= 1`` and ``out[:, 0] = 0``.
+
+    Raises:
+        ValueError: on shape mismatch or ``temperature <= 0``.
+    """
+    _check_temperature(temperature)
+    if logits_B_L_V.dim() != 3 or logits_B_L_V.shape[:2] != input_ids_B_L.shape:
+        raise ValueError(f"logits {tuple(logits_B_L_V.shape)} do not match input_ids {tuple(input_ids_B_L.shape)}")
+    logits = _upcast(logits_B_L_V[:, :-1]) / temperature
+    logp_B_Lm1 = torch.log_softmax(logits, dim=-1).gather(-1, input_ids_B_L[:, 1:, None]).squeeze(-1)
+    return torch.nn.functional.pad(logp_B_Lm1, (1, 0), value=0.0)
+
+
+def entropy_from_logits(logits_B_L_V: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """Return ``entropy_B_L``, aligned like :func:`token_logprobs_from_logits` (position 0 is 0).
+
+    ``out[:, t]`` is the entropy of the distribution that predicted token ``t`` (from
+    ``logits[:, t - 1]``). Raises ``ValueError`` if ``temperature <= 0`` or logits are not 3-D.
+    """
+    _check_temperature(temperature)
+    if logits_B_L_V.dim() != 3:
+        raise ValueError(f"logits must be [B, L, V], got {tuple(logits_B_L_V.shape)}")
+    logits = _upcast(logits_B_L_V[:, :-1]) / temperature
+    logp = torch.log_softmax(logits, dim=-1)
+    ent_B_Lm1 = -(logp.exp() * logp).sum(-1)
+    return torch.nn.functional.pad(ent_B_Lm1, (1, 0), value=0.0)
+
+
+def _upcast(x: torch.Tensor) -> torch.Tensor:
+    """Half/bfloat16 -> float32; float32 and float64 are kept (so float64 tests stay exact)."""
+    return x if x.dtype in (torch.float32, torch.float64) else x.float()
+
+
+def _check_temperature(temperature: float) -> None:
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+
+
+def _chunk_logprob_entropy(
+    hidden_N_H: torch.Tensor, targets_N: torch.Tensor, lm_head: torch.nn.Module, temperature: float,
+    softcap: float | None, want_entropy: bool,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log-prob of ``targets_N`` and entropy for ``N`` hidden states; returns two ``[N]`` float32."""
+    logits_N_V = _upcast(lm_head(hidden_N_H))
+    if softcap is not None:
+        logits_N_V = torch.tanh(logits_N_V / softcap) * softcap
+    logits_N_V = logits_N_V / temperature
+    lse_N = torch.logsumexp(logits_N_V, dim=-1)
+    logp_N = logits_N_V.gather(-1, targets_N[:, None]).squeeze(-1) - lse_N
+    if want_entropy:
+        probs_N_V = torch.softmax(logits_N_V, dim=-1)
+        ent_N = lse_N - (probs_N_V * logits_N_V).sum(-1)
+    else:
+        ent_N = torch.zeros_like(logp_N)
+    return logp_N, ent_N
+
+
+def _decoder_and_head(model: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn.Module]:
+    get_decoder = getattr(model, "get_decoder", None)
+    get_head = getattr(model, "get_output_embeddings", None)
+    decoder = get_decoder() if callable(get_decoder) else None
+    head = get_head() if callable(get_head) else None
+    if decoder is None or head is None:
+        raise ValueError(f"{type(model).__name__} exposes no get_decoder()/get_output_embeddings()")
+    return decoder, head
+
+
+def compute_token_logprobs(
+    model: torch.nn.Module,
+    input_ids_B_L: torch.Tensor,
+    attention_mask_B_L: torch.Tensor | None = None,
+    response_mask_B_L: torch.Tensor | None = None,
+    *,
+    chunk_size: int = 1024,
+    temperature: float = 1.0,
+    return_entropy: bool = False,
+) -> TokenLogprobs:
+    """Per-token log-probs (and optionally entropies) of ``input_ids_B_L`` under ``model``.
+
+    Args:
+        model: a Hugging Face causal LM (``*ForCausalLM`` or a peft model wrapping one) exposing
+            ``get_decoder()`` and ``get_output_embeddings()``.
+        input_ids_B_L: ``[B, L]`` long token ids (prompt + response, padded).
+        attention_mask_B_L: ``[B, L]`` 1 for real tokens, 0 for padding (left or right).
+            ``None`` means all ones. Position ids are derived from it (``cumsum - 1``).
+        response_mask_B_L: ``[B, L]`` bool/0-1 marking the tokens whose log-prob is wanted
+            (normally the response tokens; position 0 must be 0). ``None`` selects every
+            non-padding position ``t >= 1``. Only selected positions go through the LM head.
+        chunk_size: positions per LM-head chunk (> 0); peak extra memory ``chunk_size * V``.
+        temperature: sampling temperature the logits are divided by (> 0), to match the engine.
+        return_entropy: also return per-token entropies.
+
+    Returns:
+        :class:`TokenLogprobs` with float32 ``logprobs_B_L`` (and ``entropy_B_L``), zero at
+        unselected positions; differentiable w.r.t. model parameters when grad is enabled.
+
+    Raises:
+        ValueError: on shape mismatch, ``chunk_size <= 0``, ``temperature <= 0``, or a selected
+            position 0 (which has no prefix to predict it from).
+    """
+    _check_temperature(temperature)
+    if chunk_size <= 0:
+        raise ValueError(f"chunk_size must be > 0, got {chunk_size}")
+    if input_ids_B_L.dim() != 2:
+        raise ValueError(f"input_ids must be [B, L], got {tuple(input_ids_B_L.shape)}")
+    B, L = input_ids_B_L.shape
+    device = input_ids_B_L.device
+    if attention_mask_B_L is None:
+        attention_mask_B_L = torch.ones_like(input_ids_B_L)
+    if attention_mask_B_L.shape != (B, L):
+        raise ValueError(f"attention_mask {tuple(attention_mask_B_L.shape)} != input_ids {(B, L)}")
+    if response_mask_B_L is None:
+        select_B_L = attention_mask_B_L.bool().clone()
+        select_B_L[:, 0] = False
+    else:
+        if response_mask_B_L.shape != (B, L):
+            raise ValueError(f"response_mask {tuple(response_mask_B_L.shape)} != input_ids {(B, L)}")
+        select_B_L = response_mask_B_L.bool()
+        if select_B_L[:, 0].any():
+            raise ValueError("response_mask selects position 0, which has no prefix")
+        select_B_L = select_B_L & attention_mask_B_L.bool()
+
+    decoder, lm_head = _decoder_and_head(model)
+    position_ids_B_L = (attention_mask_B_L.long().cumsum(-1) - 1).clamp(min=0)
+    hidden_B_L_H = decoder(
+        input_ids=input_ids_B_L, attention_mask=attention_mask_B_L, position_ids=position_ids_B_L,
+        use_cache=False,
+    ).last_hidden_state
+
+    # hidden state at t-1 predicts token t: gather the predecessors of the selected positions.
+    b_idx_N, t_idx_N = select_B_L.nonzero(as_tuple=True)
+    hidden_N_H = hidden_B_L_H[b_idx_N, t_idx_N - 1]
+    targets_N = input_ids_B_L[b_idx_N, t_idx_N]
+    softcap = getattr(getattr(model, "config", None), "final_logit_softcapping", None)
+
+    logp_parts, ent_parts = [], []
+    use_ckpt = torch.is_grad_enabled() and hidden_N_H.requires_grad
+    for start in range(0, hidden_N_H.shape[0], chunk_size):
+        h = hidden_N_H[start : start + chunk_size]
+        y = targets_N[start : start + chunk_size]
+        if use_ckpt:
+            lp, ent = checkpoint(_chunk_logprob_entropy, h, y, lm_head, temperature, softcap, return_entropy,
+                                 use_reentrant=False)
+        else:
+            lp, ent = _chunk_logprob_entropy(h, y, lm_head, temperature, softcap, return_entropy)
+        logp_parts.append(lp)
+        ent_parts.append(ent)
+
+    out_dtype = torch.float64 if hidden_B_L_H.dtype == torch.float64 else torch.float32
+    logprobs_B_L = torch.zeros(B, L, dtype=out_dtype, device=device)
+    entropy_B_L = torch.zeros(B, L, dtype=out_dtype, device=device) if return_entropy else None
+    if logp_parts:
+        logprobs_B_L = logprobs_B_L.index_put((b_idx_N, t_idx_N), torch.cat(logp_parts))
+        if entropy_B_L is not None:
+            entropy_B_L = entropy_B_L.index_put((b_idx_N, t_idx_N), torch.cat(ent_parts))
+    return TokenLogprobs(logprobs_B_L, entropy_B_L)

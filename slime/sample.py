@@ -1,0 +1,212 @@
+"""The one record type that travels from capture to loss.
+
+A :class:`Sample` holds the exact token ids the inference engine consumed (prompt) and sampled
+(response), the sampling log-probs of the response tokens, the weight version that produced them,
+and everything judging adds later (reward, teacher log-probs, advantages). Nothing is
+re-tokenised to rebuild a sample (DESIGN.md invariant 1, "token in, token out"); plugins receive
+and return it (invariant 6).
+
+The field names follow slime's ``slime.utils.types.Sample`` (THUDM/slime) so slime-style plugins
+read naturally: ``tokens`` is prompt + response, ``response_length`` counts the trailing response
+tokens, ``loss_mask`` and ``rollout_log_probs`` are aligned with the response only.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import operator
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+__all__ = ["Sample", "SampleStatus"]
+
+
+class SampleStatus(str, enum.Enum):
+    """Life-cycle state of a :class:`Sample` (slime's ``Sample.Status``).
+
+    ``PENDING``: recorded, not yet finished or judged. ``COMPLETED``: the engine stopped on an
+    end-of-sequence or stop token. ``TRUNCATED``: the response hit the length limit.
+    ``ABORTED``: generation was cancelled (client disconnect, weight swap policy).
+    ``FAILED``: the engine or judge errored; the sample must not be trained on.
+    """
+
+    PENDING = "pending"
+    COMPLETED = "completed"
+    TRUNCATED = "truncated"
+    ABORTED = "aborted"
+    FAILED = "failed"
+
+
+def _check_finite_floats(name: str, values: list[float]) -> None:
+    for i, v in enumerate(values):
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+            raise ValueError(f"{name}[{i}] must be a finite number, got {v!r}")
+
+
+def _as_int(name: str, i: int, value: Any) -> int:
+    """Return ``value`` as a python int (numpy/torch integer scalars accepted); ValueError otherwise."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name}[{i}] must be an int, got {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise ValueError(f"{name}[{i}] must be an int, got {value!r}") from None
+
+
+@dataclass
+class Sample:
+    """One rollout turn: prompt ids + sampled response ids with everything needed for the loss.
+
+    Fields (``R`` = ``response_length``):
+        tokens: prompt + response token ids, ``len(tokens) = prompt_length + R``.
+        response_length: number of trailing response tokens ``R`` (0 <= R <= len(tokens)).
+        rollout_log_probs: sampling log-prob of each response token under the behaviour policy
+            that served it, length ``R``. Finite floats.
+        loss_mask: 1 for response tokens that are trained on, 0 for tokens that are not (e.g.
+            tool outputs spliced into a multi-turn response), length ``R``. Defaults to all ones.
+        reward: scalar outcome reward once judged, else ``None``.
+        status: :class:`SampleStatus` (a plain string such as ``"completed"`` is accepted).
+        weight_version: version of the policy weights that sampled the response (>= 0); staleness
+            is the trainer's current version minus this.
+        session_id / turn_id / turn_index: where the turn came from in the conversation store.
+        metadata: free JSON-safe dict (judge votes, next-state text, store id, ...).
+        teacher_log_probs: optional per-response-token teacher log-probs (On-Policy Distillation),
+            length ``R``.
+        advantages: optional per-response-token advantages, length ``R``; filled in by
+            :mod:`slime.advantages`.
+
+    Raises:
+        ValueError: from ``__post_init__``/:meth:`validate` when any length or value is
+            inconsistent (message names the field).
+
+    Follows the record design of slime (THUDM/slime, ``slime/utils/types.py``).
+    """
+
+    tokens: list[int]
+    response_length: int
+    rollout_log_probs: list[float]
+    loss_mask: list[int] | None = None
+    reward: float | None = None
+    status: SampleStatus = SampleStatus.PENDING
+    weight_version: int = 0
+    session_id: str = ""
+    turn_id: str = ""
+    turn_index: int = 0
+    metadata: dict[str, Any] = field(default_factory=dict)
+    teacher_log_probs: list[float] | None = None
+    advantages: list[float] | None = None
+
+    def __post_init__(self) -> None:
+        self.tokens = [_as_int("tokens", i, t) for i, t in enumerate(self.tokens)]
+        self.rollout_log_probs = [float(x) for x in self.rollout_log_probs]
+        if self.loss_mask is None:
+            self.loss_mask = [1] * int(self.response_length)
+        else:
+            self.loss_mask = [int(x) for x in self.loss_mask]
+        if self.teacher_log_probs is not None:
+            self.teacher_log_probs = [float(x) for x in self.teacher_log_probs]
+        if self.advantages is not None:
+            self.advantages = [float(x) for x in self.advantages]
+        if not isinstance(self.status, SampleStatus):
+            try:
+                self.status = SampleStatus(self.status)
+            except ValueError:
+                allowed = ", ".join(s.value for s in SampleStatus)
+                raise ValueError(f"status must be one of {allowed}, got {self.status!r}") from None
+        if self.reward is not None:
+            self.reward = float(self.reward)
+        self.validate()
+
+    # ------------------------------------------------------------------ derived views
+    @property
+    def prompt_length(self) -> int:
+        """Number of prompt tokens: ``len(tokens) - response_length``."""
+        return len(self.tokens) - self.response_length
+
+    @property
+    def prompt_tokens(self) -> list[int]:
+        """The prompt ids (a new list of length ``prompt_length``)."""
+        return self.tokens[: self.prompt_length]
+
+    @property
+    def response_tokens(self) -> list[int]:
+        """The response ids (a new list of length ``response_length``)."""
+        return self.tokens[self.prompt_length :]
+
+    @property
+    def num_loss_tokens(self) -> int:
+        """Number of response tokens with ``loss_mask == 1``."""
+        return sum(self.loss_mask)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------ validation
+    def validate(self) -> None:
+        """Check all invariants; return ``None`` or raise ``ValueError`` naming the bad field.
+
+        Call again after mutating a sample (e.g. after a plugin sets ``advantages``).
+        """
+        if isinstance(self.response_length, bool) or not isinstance(self.response_length, int):
+            raise ValueError(f"response_length must be an int, got {self.response_length!r}")
+        n = self.response_length
+        if n < 0 or n > len(self.tokens):
+            raise ValueError(f"response_length={n} must lie in [0, len(tokens)={len(self.tokens)}]")
+        for i, t in enumerate(self.tokens):
+            if isinstance(t, bool) or not isinstance(t, int) or t < 0:
+                raise ValueError(f"tokens[{i}] must be a non-negative int, got {t!r}")
+        if len(self.loss_mask) != n:  # type: ignore[arg-type]
+            raise ValueError(f"len(loss_mask)={len(self.loss_mask)} != response_length={n}")  # type: ignore[arg-type]
+        if any(m not in (0, 1) for m in self.loss_mask):  # type: ignore[union-attr]
+            raise ValueError("loss_mask entries must be 0 or 1")
+        if len(self.rollout_log_probs) != n:
+            raise ValueError(f"len(rollout_log_probs)={len(self.rollout_log_probs)} != response_length={n}")
+        _check_finite_floats("rollout_log_probs", self.rollout_log_probs)
+        for name in ("teacher_log_probs", "advantages"):
+            values = getattr(self, name)
+            if values is None:
+                continue
+            if len(values) != n:
+                raise ValueError(f"len({name})={len(values)} != response_length={n}")
+            _check_finite_floats(name, values)
+        if self.reward is not None and not math.isfinite(self.reward):
+            raise ValueError(f"reward must be finite or None, got {self.reward!r}")
+        if isinstance(self.weight_version, bool) or not isinstance(self.weight_version, int) or self.weight_version < 0:
+            raise ValueError(f"weight_version must be an int >= 0, got {self.weight_version!r}")
+        if isinstance(self.turn_index, bool) or not isinstance(self.turn_index, int) or self.turn_index < 0:
+            raise ValueError(f"turn_index must be an int >= 0, got {self.turn_index!r}")
+        if not isinstance(self.metadata, dict):
+            raise ValueError(f"metadata must be a dict, got {type(self.metadata).__name__}")
+
+    # ------------------------------------------------------------------ serialisation
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict (lists of python ints/floats, ``status`` as its string value).
+
+        ``Sample.from_dict(s.to_dict()) == s`` holds for every valid sample.
+        """
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, SampleStatus):
+                value = value.value
+            elif isinstance(value, list):
+                value = list(value)
+            elif isinstance(value, dict):
+                value = dict(value)
+            out[f.name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Sample":
+        """Build a sample from :meth:`to_dict` output.
+
+        Raises:
+            ValueError: on unknown keys, missing required keys (``tokens``, ``response_length``,
+                ``rollout_log_probs``) or any invariant violation.
+        """
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown Sample fields: {', '.join(unknown)}")
+        missing = [k for k in ("tokens", "response_length", "rollout_log_probs") if k not in data]
+        if missing:
+            raise ValueError(f"missing required Sample fields: {', '.join(missing)}")
+        return cls(**data)
