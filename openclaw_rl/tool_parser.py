@@ -95,6 +95,9 @@ class OutputParser:
         self._lstrip = False  # drop newlines that open the next block
         self._n_tools = 0
         self.tool_calls: list[ParsedToolCall] = []
+        #: everything emitted so far, by kind
+        self.content = ""
+        self.reasoning = ""
 
     def feed(self, text: str) -> list[Delta]:
         """Consume decoded text; return the deltas now certain."""
@@ -162,10 +165,13 @@ class OutputParser:
         return out
 
     # ------------------------------------------------------------------ helpers
-    @staticmethod
-    def _emit(out: list[Delta], kind: str, text: str) -> None:
+    def _emit(self, out: list[Delta], kind: str, text: str) -> None:
         if text:
             out.append(Delta(kind, text))
+            if kind == "content":
+                self.content += text
+            else:
+                self.reasoning += text
 
     def _content(self, out: list[Delta], text: str, final: bool) -> None:
         text = self._pending_ws + text

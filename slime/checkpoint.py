@@ -175,7 +175,8 @@ def save_checkpoint(
 
     if keep_last is not None:
         for old in _step_dirs(root)[:-keep_last]:
-            shutil.rmtree(old)
+            if old != final:  # never delete what checkpoint-latest now points at
+                shutil.rmtree(old)
     return final
 
 

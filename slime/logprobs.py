@@ -145,7 +145,7 @@ def compute_token_logprobs(
             ``None`` means all ones. Position ids are derived from it (``cumsum - 1``).
         response_mask_B_L: ``[B, L]`` bool/0-1 marking the tokens whose log-prob is wanted
             (normally the response tokens; position 0 must be 0). ``None`` selects every
-            non-padding position ``t >= 1``. Only selected positions go through the LM head.
+            token whose predecessor is a real token. Only selected positions go through the LM head.
         chunk_size: positions per LM-head chunk (> 0); peak extra memory ``chunk_size * V``.
         temperature: sampling temperature the logits are divided by (> 0), to match the engine.
         return_entropy: also return per-token entropies.
@@ -156,7 +156,7 @@ def compute_token_logprobs(
 
     Raises:
         ValueError: on shape mismatch, ``chunk_size <= 0``, ``temperature <= 0``, or a selected
-            position 0 (which has no prefix to predict it from).
+            token with no prefix (position 0, or the first real token after left padding).
     """
     _check_temperature(temperature)
     if chunk_size <= 0:
@@ -169,16 +169,20 @@ def compute_token_logprobs(
         attention_mask_B_L = torch.ones_like(input_ids_B_L)
     if attention_mask_B_L.shape != (B, L):
         raise ValueError(f"attention_mask {tuple(attention_mask_B_L.shape)} != input_ids {(B, L)}")
+    real_B_L = attention_mask_B_L.bool()
+    # a token is predictable only if the position before it is a real (non-padding) token
+    has_prefix_B_L = torch.nn.functional.pad(real_B_L[:, :-1], (1, 0), value=False) & real_B_L
     if response_mask_B_L is None:
-        select_B_L = attention_mask_B_L.bool().clone()
-        select_B_L[:, 0] = False
+        select_B_L = has_prefix_B_L
     else:
         if response_mask_B_L.shape != (B, L):
             raise ValueError(f"response_mask {tuple(response_mask_B_L.shape)} != input_ids {(B, L)}")
         select_B_L = response_mask_B_L.bool()
         if select_B_L[:, 0].any():
             raise ValueError("response_mask selects position 0, which has no prefix")
-        select_B_L = select_B_L & attention_mask_B_L.bool()
+        if (select_B_L & real_B_L & ~has_prefix_B_L).any():
+            raise ValueError("response_mask selects a token whose predecessor is padding (no prefix)")
+        select_B_L = select_B_L & real_B_L
 
     decoder, lm_head = _decoder_and_head(model)
     position_ids_B_L = (attention_mask_B_L.long().cumsum(-1) - 1).clamp(min=0)

@@ -1,0 +1,1 @@
+"""Capture: session attribution, next states and the durable trajectory store."""

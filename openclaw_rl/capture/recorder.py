@@ -1,0 +1,113 @@
+"""Capture glue between the server and the store (``--enable-rl-intercept``).
+
+Per request, two steps:
+
+* :meth:`Recorder.begin`, once the prompt is rendered: attributes the request to a session,
+  links the previous main turn's next state (that turn becomes ready for judging at once), and
+  checks token continuity against the previous turn;
+* :meth:`Recorder.record`, when generation finishes and *before* the response ends: commits the
+  turn. A request that fails validation never reaches either step, so bad input never touches
+  the buffer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from openclaw_rl.capture.sessions import Attribution, attribute, extract_next_state, reply_fingerprint
+from openclaw_rl.capture.store import AWAITING_NEXT, TrajectoryStore, TurnRecord
+from openclaw_rl.capture.turn_rules import TurnRules
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Continuity:
+    """Token continuity of a main turn with the previous main turn of its session.
+
+    ``ok`` is None for a session's first turn; ``break_at`` is the first prompt position where
+    the new prompt differs from previous prompt + previous response.
+    """
+
+    ok: bool | None = None
+    break_at: int | None = None
+
+
+def check_prefix(prev_prompt: Sequence[int], prev_response: Sequence[int],
+                 prompt: Sequence[int]) -> Continuity:
+    """Does ``prompt`` start with ``prev_prompt + prev_response``? (Token in, token out.)"""
+    expected = list(prev_prompt) + list(prev_response)
+    for i, tok in enumerate(expected):
+        if i >= len(prompt) or prompt[i] != tok:
+            return Continuity(ok=False, break_at=i)
+    return Continuity(ok=True)
+
+
+class Recorder:
+    """Records served turns into a :class:`TrajectoryStore`.
+
+    Args:
+        store: the trajectory store.
+        rules: side-turn and context rules.
+        idle_timeout: seconds without a request after which a session ends and its last turn is
+            finalised without a next state.
+    """
+
+    def __init__(self, store: TrajectoryStore, rules: TurnRules, idle_timeout: float = 600.0):
+        self.store, self.rules, self.idle_timeout = store, rules, idle_timeout
+
+    async def begin(self, messages: list[dict], body: Mapping, headers: Mapping[str, str],
+                    prompt_ids: Sequence[int]) -> tuple[Attribution, Continuity]:
+        """Attribute a validated request; link the previous turn's next state."""
+        attr = await asyncio.to_thread(attribute, messages, body, headers, self.rules,
+                                       self.store.lookup_continuation)
+        cont = Continuity()
+        if attr.turn_type == "main":
+            cont = await asyncio.to_thread(self._link_previous, attr, messages, prompt_ids)
+        return attr, cont
+
+    def _link_previous(self, attr: Attribution, messages, prompt_ids) -> Continuity:
+        self.store.touch_session(attr.session_id, attr.source)
+        prev = self.store.last_main_turn(attr.session_id)
+        if prev is None:
+            return Continuity()
+        if prev.status == AWAITING_NEXT:
+            start = attr.next_state_from if attr.continued_turn_id == prev.id else None
+            text, role = extract_next_state(messages, start, self.rules)
+            if text is None:
+                self.store.finalize_turn(prev.id)
+            else:
+                self.store.set_next_state(prev.id, text, role)
+        return check_prefix(prev.prompt_ids, prev.response_ids, prompt_ids)
+
+    async def record(self, attr: Attribution, cont: Continuity, rec: TurnRecord,
+                     reply: Mapping) -> TurnRecord:
+        """Commit a finished turn (durable on return); closes the session if the client said so."""
+        rec.session_id, rec.turn_type, rec.side_reason = attr.session_id, attr.turn_type, attr.side_reason
+        rec.prefix_ok, rec.prefix_break_at = cont.ok, cont.break_at
+        fingerprint = reply_fingerprint(rec.messages, reply)
+
+        def commit() -> TurnRecord:
+            self.store.touch_session(attr.session_id, attr.source)
+            saved = self.store.add_turn(rec, fingerprint=fingerprint)
+            if attr.done:
+                self.store.close_session(attr.session_id)
+            return saved
+
+        return await asyncio.to_thread(commit)
+
+    async def sweep_idle_forever(self, interval: float | None = None) -> None:
+        """Background task: finalise sessions idle longer than ``idle_timeout``."""
+        interval = interval or max(0.05, min(30.0, self.idle_timeout / 4))
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                closed = await asyncio.to_thread(self.store.finalize_idle, self.idle_timeout, time.time())
+                if closed:
+                    log.info("closed %d idle session(s)", len(closed))
+            except Exception:  # never let the sweeper die
+                log.exception("idle sweep failed")

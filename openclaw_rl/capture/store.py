@@ -1,0 +1,331 @@
+"""The durable trajectory buffer: SQLite in WAL mode under ``--rl-buffer-dir``.
+
+Every served turn is one row of ``turns``, committed before its response finishes (WAL with
+``synchronous=FULL``: a committed turn survives ``kill -9`` and power loss). The trainer consumes
+the same database: main turns move ``awaiting_next -> ready -> claimed -> trained``; side turns
+are stored with status ``side`` and never leave it. Nothing is ever truncated on open.
+
+Thread-safe: one connection guarded by a lock (SQLite serialises writers anyway); callers in an
+event loop should call through ``asyncio.to_thread``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    last_activity REAL NOT NULL,
+    closed INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS turns (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    turn_uid TEXT NOT NULL UNIQUE,
+    session_id TEXT NOT NULL REFERENCES sessions(session_id),
+    turn_index INTEGER NOT NULL,
+    turn_type TEXT NOT NULL CHECK (turn_type IN ('main', 'side')),
+    status TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    model TEXT,
+    messages_json TEXT NOT NULL,
+    tools_json TEXT,
+    prompt_text TEXT NOT NULL,
+    prompt_ids TEXT NOT NULL,
+    response_ids TEXT NOT NULL,
+    response_logprobs TEXT NOT NULL,
+    response_text TEXT NOT NULL,
+    reasoning_content TEXT,
+    tool_calls_json TEXT,
+    finish_reason TEXT NOT NULL,
+    weight_version INTEGER NOT NULL,
+    next_state TEXT,
+    next_state_role TEXT,
+    next_state_at REAL,
+    prefix_ok INTEGER,
+    prefix_break_at INTEGER,
+    side_reason TEXT,
+    claimed_by TEXT,
+    claimed_at REAL
+);
+CREATE INDEX IF NOT EXISTS turns_session ON turns(session_id, turn_index);
+CREATE INDEX IF NOT EXISTS turns_status ON turns(status, id);
+CREATE TABLE IF NOT EXISTS continuations (
+    fingerprint TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    turn_id INTEGER NOT NULL
+);
+"""
+
+#: statuses of a turn's life cycle
+AWAITING_NEXT, READY, CLAIMED, TRAINED, SIDE = "awaiting_next", "ready", "claimed", "trained", "side"
+
+
+@dataclass
+class TurnRecord:
+    """One served turn, as stored (see the ``turns`` table for the columns)."""
+
+    session_id: str
+    turn_type: str
+    messages: list[dict]
+    prompt_text: str
+    prompt_ids: list[int]
+    response_ids: list[int]
+    response_logprobs: list[float]
+    response_text: str
+    finish_reason: str
+    weight_version: int
+    turn_uid: str = ""
+    tools: list[dict] | None = None
+    reasoning_content: str | None = None
+    tool_calls: list[dict] | None = None
+    model: str | None = None
+    prefix_ok: bool | None = None
+    prefix_break_at: int | None = None
+    side_reason: str | None = None
+    # filled by the store
+    id: int | None = None
+    turn_index: int | None = None
+    status: str | None = None
+    created_at: float | None = None
+    next_state: str | None = None
+    next_state_role: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def trainable(self) -> bool:
+        """Main turns are trainable; side turns never are."""
+        return self.turn_type == "main"
+
+
+def _dumps(obj) -> str | None:
+    return None if obj is None else json.dumps(obj, ensure_ascii=False)
+
+
+class TrajectoryStore:
+    """SQLite-backed store of sessions and turns.
+
+    Args:
+        buffer_dir: folder for ``trajectories.sqlite`` (created if missing).
+
+    Raises:
+        sqlite3.DatabaseError: the file exists but is not a valid database.
+    """
+
+    FILENAME = "trajectories.sqlite"
+
+    def __init__(self, buffer_dir: str | Path):
+        self.dir = Path(buffer_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.dir / self.FILENAME
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
+                                   timeout=30)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        """Close the connection (the WAL is checkpointed by SQLite)."""
+        with self._lock:
+            self._db.close()
+
+    def _tx(self):
+        return _Transaction(self._db, self._lock)
+
+    # ------------------------------------------------------------------ sessions
+    def touch_session(self, session_id: str, source: str, now: float | None = None) -> None:
+        """Create the session if new and mark it active now (reopens a closed one)."""
+        now = time.time() if now is None else now
+        with self._tx() as db:
+            db.execute("INSERT INTO sessions(session_id, source, created_at, last_activity) "
+                       "VALUES (?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET "
+                       "last_activity=excluded.last_activity, closed=0", (session_id, source, now, now))
+
+    def close_session(self, session_id: str) -> int:
+        """Close a session: its awaiting turn is finalised without a next state.
+
+        Returns:
+            The number of turns finalised.
+        """
+        with self._tx() as db:
+            db.execute("UPDATE sessions SET closed=1 WHERE session_id=?", (session_id,))
+            cur = db.execute("UPDATE turns SET status=? WHERE session_id=? AND status=?",
+                             (READY, session_id, AWAITING_NEXT))
+            return cur.rowcount
+
+    def finalize_idle(self, idle_seconds: float, now: float | None = None) -> list[str]:
+        """Close sessions idle for longer than ``idle_seconds``; return their ids."""
+        now = time.time() if now is None else now
+        with self._tx() as db:
+            rows = db.execute("SELECT session_id FROM sessions WHERE closed=0 AND last_activity < ?",
+                              (now - idle_seconds,)).fetchall()
+            ids = [r[0] for r in rows]
+            for sid in ids:
+                db.execute("UPDATE sessions SET closed=1 WHERE session_id=?", (sid,))
+                db.execute("UPDATE turns SET status=? WHERE session_id=? AND status=?",
+                           (READY, sid, AWAITING_NEXT))
+        return ids
+
+    # ------------------------------------------------------------------ turns
+    def add_turn(self, rec: TurnRecord, fingerprint: str | None = None) -> TurnRecord:
+        """Append a turn to its session (durable when this returns).
+
+        Main turns start ``awaiting_next``; side turns are stored as ``side``. When
+        ``fingerprint`` is given it is indexed for continuation matching.
+        """
+        now = time.time()
+        with self._tx() as db:
+            (n,) = db.execute("SELECT COUNT(*) FROM turns WHERE session_id=?", (rec.session_id,)).fetchone()
+            rec.turn_index = n
+            rec.status = AWAITING_NEXT if rec.turn_type == "main" else SIDE
+            rec.created_at = now
+            rec.turn_uid = rec.turn_uid or f"{rec.session_id}:{n}"
+            cur = db.execute(
+                "INSERT INTO turns(turn_uid, session_id, turn_index, turn_type, status, created_at, "
+                "model, messages_json, tools_json, prompt_text, prompt_ids, response_ids, "
+                "response_logprobs, response_text, reasoning_content, tool_calls_json, "
+                "finish_reason, weight_version, prefix_ok, prefix_break_at, side_reason, "
+                "next_state, next_state_role) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (rec.turn_uid, rec.session_id, n, rec.turn_type, rec.status, now, rec.model,
+                 _dumps(rec.messages), _dumps(rec.tools), rec.prompt_text, _dumps(rec.prompt_ids),
+                 _dumps(rec.response_ids), _dumps(rec.response_logprobs), rec.response_text,
+                 rec.reasoning_content, _dumps(rec.tool_calls), rec.finish_reason,
+                 rec.weight_version, None if rec.prefix_ok is None else int(rec.prefix_ok),
+                 rec.prefix_break_at, rec.side_reason, rec.next_state, rec.next_state_role))
+            rec.id = cur.lastrowid
+            db.execute("UPDATE sessions SET last_activity=? WHERE session_id=?", (now, rec.session_id))
+            if fingerprint:
+                db.execute("INSERT OR REPLACE INTO continuations VALUES (?, ?, ?)",
+                           (fingerprint, rec.session_id, rec.id))
+        return rec
+
+    def set_next_state(self, turn_id: int, next_state: str | None, role: str | None) -> bool:
+        """Attach the next state to an awaiting main turn and mark it ready.
+
+        Returns:
+            False if the turn was no longer awaiting (already finalised): nothing changes.
+        """
+        with self._tx() as db:
+            cur = db.execute("UPDATE turns SET next_state=?, next_state_role=?, next_state_at=?, "
+                             "status=? WHERE id=? AND status=?",
+                             (next_state, role, time.time(), READY, turn_id, AWAITING_NEXT))
+            return cur.rowcount == 1
+
+    def finalize_turn(self, turn_id: int) -> None:
+        """Mark an awaiting main turn ready without a next state."""
+        with self._tx() as db:
+            db.execute("UPDATE turns SET status=? WHERE id=? AND status=?", (READY, turn_id, AWAITING_NEXT))
+
+    def lookup_continuation(self, fingerprints: Iterable[str]) -> tuple[str, int, str] | None:
+        """Return ``(session_id, turn_id, fingerprint)`` of the first known fingerprint."""
+        with self._lock:
+            for fp in fingerprints:
+                row = self._db.execute("SELECT session_id, turn_id FROM continuations WHERE fingerprint=?",
+                                       (fp,)).fetchone()
+                if row:
+                    return row[0], row[1], fp
+        return None
+
+    def last_main_turn(self, session_id: str) -> TurnRecord | None:
+        """The session's latest main turn, or None."""
+        with self._lock:
+            row = self._db.execute("SELECT * FROM turns WHERE session_id=? AND turn_type='main' "
+                                   "ORDER BY turn_index DESC LIMIT 1", (session_id,)).fetchone()
+        return _row_to_record(row) if row else None
+
+    def get_turn(self, turn_id: int) -> TurnRecord | None:
+        """One turn by its row id."""
+        with self._lock:
+            row = self._db.execute("SELECT * FROM turns WHERE id=?", (turn_id,)).fetchone()
+        return _row_to_record(row) if row else None
+
+    def turns(self, session_id: str | None = None, status: str | None = None) -> list[TurnRecord]:
+        """Turns in insertion order, optionally filtered by session and status."""
+        sql, args = "SELECT * FROM turns WHERE 1=1", []
+        if session_id is not None:
+            sql += " AND session_id=?"
+            args.append(session_id)
+        if status is not None:
+            sql += " AND status=?"
+            args.append(status)
+        with self._lock:
+            rows = self._db.execute(sql + " ORDER BY id", args).fetchall()
+        return [_row_to_record(r) for r in rows]
+
+    def session_ids(self) -> list[str]:
+        """All session ids, oldest first."""
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT session_id FROM sessions ORDER BY created_at, rowid")]
+
+    # ------------------------------------------------------------------ trainer side
+    def claim_ready(self, limit: int, worker: str = "trainer") -> list[TurnRecord]:
+        """Atomically claim up to ``limit`` ready main turns, oldest first."""
+        with self._tx() as db:
+            rows = db.execute("SELECT id FROM turns WHERE status=? ORDER BY id LIMIT ?",
+                              (READY, limit)).fetchall()
+            ids = [r[0] for r in rows]
+            db.executemany("UPDATE turns SET status=?, claimed_by=?, claimed_at=? WHERE id=?",
+                           [(CLAIMED, worker, time.time(), i) for i in ids])
+        return [self.get_turn(i) for i in ids]
+
+    def mark_trained(self, turn_ids: Iterable[int]) -> None:
+        """Claimed turns were trained on."""
+        with self._tx() as db:
+            db.executemany("UPDATE turns SET status=? WHERE id=? AND status=?",
+                           [(TRAINED, i, CLAIMED) for i in turn_ids])
+
+    def release(self, turn_ids: Iterable[int]) -> None:
+        """Return claimed turns to ready (e.g. after a trainer restart)."""
+        with self._tx() as db:
+            db.executemany("UPDATE turns SET status=?, claimed_by=NULL WHERE id=? AND status=?",
+                           [(READY, i, CLAIMED) for i in turn_ids])
+
+    def counts(self) -> dict[str, int]:
+        """Number of turns per status, plus ``sessions``."""
+        with self._lock:
+            out = {r[0]: r[1] for r in self._db.execute("SELECT status, COUNT(*) FROM turns GROUP BY status")}
+            out["sessions"] = self._db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
+        return out
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection, lock: threading.RLock):
+        self.db, self.lock = db, lock
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.lock.acquire()
+        self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+        finally:
+            self.lock.release()
+
+
+def _row_to_record(row: sqlite3.Row) -> TurnRecord:
+    loads = lambda s: None if s is None else json.loads(s)  # noqa: E731
+    return TurnRecord(
+        id=row["id"], turn_uid=row["turn_uid"], session_id=row["session_id"],
+        turn_index=row["turn_index"], turn_type=row["turn_type"], status=row["status"],
+        created_at=row["created_at"], model=row["model"], messages=loads(row["messages_json"]),
+        tools=loads(row["tools_json"]), prompt_text=row["prompt_text"],
+        prompt_ids=loads(row["prompt_ids"]), response_ids=loads(row["response_ids"]),
+        response_logprobs=loads(row["response_logprobs"]), response_text=row["response_text"],
+        reasoning_content=row["reasoning_content"], tool_calls=loads(row["tool_calls_json"]),
+        finish_reason=row["finish_reason"], weight_version=row["weight_version"],
+        next_state=row["next_state"], next_state_role=row["next_state_role"],
+        prefix_ok=None if row["prefix_ok"] is None else bool(row["prefix_ok"]),
+        prefix_break_at=row["prefix_break_at"], side_reason=row["side_reason"])

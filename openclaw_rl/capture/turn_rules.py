@@ -1,0 +1,109 @@
+"""Rules that classify a request without an explicit turn type as a housekeeping (side) turn.
+
+Side turns are served and recorded but never trained on. A request is *side* when any rule
+matches; the default rules recognise OpenClaw's housekeeping traffic:
+
+* ``heartbeat``: the periodic heartbeat poll (its prompt asks to read ``HEARTBEAT.md`` and to
+  answer ``HEARTBEAT_OK``);
+* ``memory_flush``: the pre-compaction memory flush turn;
+* ``compaction``: the summarisation request that compacts a long session.
+
+Rules are configurable with ``--side-turn-rules FILE``: a JSON list of
+``{"name": str, "pattern": regex, "where": "last_user" | "system" | "any"}`` objects that replace
+the defaults (``[]`` disables side detection). ``--context-pattern`` regexes (repeatable) are
+removed from next-state text; the defaults remove OpenClaw's internal-context blocks and the
+per-turn ``Runtime: ...`` line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+WHERE = ("last_user", "system", "any")
+
+
+@dataclass(frozen=True)
+class SideRule:
+    """One side-turn rule: ``pattern`` (regex, searched) in the messages selected by ``where``."""
+
+    name: str
+    pattern: str
+    where: str = "last_user"
+
+    def __post_init__(self):
+        if self.where not in WHERE:
+            raise ValueError(f"side-turn rule {self.name!r}: 'where' must be one of {WHERE}")
+        try:
+            re.compile(self.pattern)
+        except re.error as exc:
+            raise ValueError(f"side-turn rule {self.name!r}: bad regex: {exc}") from exc
+
+
+DEFAULT_SIDE_RULES = (
+    SideRule("heartbeat", r"HEARTBEAT(?:\.md|_OK)", "last_user"),
+    SideRule("memory_flush", r"(?i)pre-compaction memory flush|memory flush", "last_user"),
+    SideRule("compaction", r"(?i)summari[sz]e (?:the|this) conversation|<summary>|compaction summary",
+             "last_user"),
+)
+DEFAULT_CONTEXT_PATTERNS = (
+    r"<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>.*?<<<END_OPENCLAW_INTERNAL_CONTEXT>>>",
+    r"(?m)^Runtime: agent=.*$",
+)
+
+
+def _text(m: Mapping) -> str:
+    c = m.get("content")
+    if isinstance(c, list):
+        return "".join(p.get("text", "") for p in c if isinstance(p, Mapping))
+    return c or ""
+
+
+@dataclass(frozen=True)
+class TurnRules:
+    """Side-turn rules plus next-state context patterns (immutable)."""
+
+    side_rules: tuple[SideRule, ...] = DEFAULT_SIDE_RULES
+    context_patterns: tuple[str, ...] = DEFAULT_CONTEXT_PATTERNS
+    _compiled: tuple = field(default=(), compare=False, repr=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "_compiled", tuple(re.compile(p, re.S) for p in self.context_patterns))
+
+    @classmethod
+    def from_file(cls, path: str | Path, context_patterns: Sequence[str] = DEFAULT_CONTEXT_PATTERNS) -> "TurnRules":
+        """Load side rules from a JSON file (see module doc).
+
+        Raises:
+            ValueError: unreadable file or malformed rule (message names the file).
+        """
+        try:
+            raw = json.loads(Path(path).read_text())
+            rules = tuple(SideRule(**r) for r in raw)
+        except (OSError, json.JSONDecodeError, TypeError) as exc:
+            raise ValueError(f"--side-turn-rules {path}: {exc}") from exc
+        return cls(side_rules=rules, context_patterns=tuple(context_patterns))
+
+    def side_reason(self, messages: Sequence[Mapping]) -> str | None:
+        """Name of the first matching side rule, or None (a main turn)."""
+        last_user = next((m for m in reversed(messages) if m.get("role") == "user"
+                          and self.strip_context(_text(m)).strip()), None)
+        for rule in self.side_rules:
+            if rule.where == "last_user":
+                pool = [last_user] if last_user else []
+            elif rule.where == "system":
+                pool = [m for m in messages if m.get("role") in ("system", "developer")]
+            else:
+                pool = list(messages)
+            if any(re.search(rule.pattern, self.strip_context(_text(m))) for m in pool):
+                return rule.name
+        return None
+
+    def strip_context(self, text: str) -> str:
+        """Remove client-injected context (see ``context_patterns``) from a message text."""
+        for rx in self._compiled:
+            text = rx.sub("", text)
+        return text

@@ -1,0 +1,37 @@
+"""The OpenAI-compatible intercept server (serving loop + capture)."""
+
+from openclaw_rl.server.config import ServerConfig, build_parser, parse_server_args
+
+
+def build_server(config: "ServerConfig"):
+    """Build the FastAPI app, engine and store for a :class:`ServerConfig`.
+
+    Returns:
+        ``(app, engine, store)``; ``store`` is None without ``--enable-rl-intercept``.
+
+    Raises:
+        ValueError: bad model path, backend or side-turn rules file.
+    """
+    from openclaw_rl.capture.recorder import Recorder
+    from openclaw_rl.capture.store import TrajectoryStore
+    from openclaw_rl.capture.turn_rules import TurnRules
+    from openclaw_rl.engine import create_engine
+    from openclaw_rl.models import load_tokenizer
+    from openclaw_rl.server.app import create_app
+    from openclaw_rl.server.chat import ChatService
+
+    rules = TurnRules.from_file(config.side_turn_rules) if config.side_turn_rules else TurnRules()
+    engine = create_engine(config.backend, config.model_path, device=config.device,
+                           max_context=config.max_context)
+    tokenizer = load_tokenizer(config.model_path)
+    store = recorder = None
+    if config.enable_rl_intercept:
+        store = TrajectoryStore(config.rl_buffer_dir)
+        recorder = Recorder(store, rules, idle_timeout=config.session_idle_timeout)
+    service = ChatService(engine, tokenizer, config.model_name, recorder,
+                          default_max_tokens=config.default_max_tokens)
+    app = create_app(service, api_key=config.api_key, recorder=recorder, engine_close=engine.aclose)
+    return app, engine, store
+
+
+__all__ = ["ServerConfig", "build_parser", "build_server", "parse_server_args"]

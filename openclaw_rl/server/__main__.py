@@ -1,0 +1,32 @@
+"""``python -m openclaw_rl.server``: run the intercept server (see ``--help``)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse flags, build the server and serve until interrupted; returns the exit code."""
+    import uvicorn
+
+    from openclaw_rl.server import build_server, parse_server_args
+
+    config = parse_server_args(argv)
+    logging.basicConfig(level=config.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        app, _engine, store = build_server(config)
+    except ValueError as exc:
+        print(f"openclaw-rl serve: error: {exc}", file=sys.stderr)
+        return 2
+    where = f" recording to {store.path}" if store else ""
+    logging.getLogger("openclaw_rl").info("serving %s on http://%s:%d/v1%s", config.model_name,
+                                          config.host, config.port, where)
+    uvicorn.run(app, host=config.host, port=config.port, log_level=config.log_level,
+                timeout_graceful_shutdown=5)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""The FastAPI application: ``/v1/chat/completions`` (SSE streaming), ``/v1/models``, ``/healthz``.
+
+Follows the OpenAI Chat Completions API (https://platform.openai.com/docs/api-reference/chat)
+for requests, responses, stream chunks and errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import time
+import uuid
+from contextlib import asynccontextmanager
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import ValidationError
+
+from openclaw_rl.server.chat import ChatEvent, ChatService
+from openclaw_rl.server.errors import APIError, error_body, install_error_handlers, validation_message
+from openclaw_rl.server.protocol import ChatCompletionRequest
+
+log = logging.getLogger(__name__)
+
+
+def _tool_call_dicts(call, first: bool) -> dict:
+    if first:
+        return {"index": call.index, "id": call.id, "type": "function",
+                "function": {"name": call.name, "arguments": ""}}
+    return {"index": call.index, "function": {"arguments": call.arguments}}
+
+
+def parse_chat_request(raw: bytes) -> ChatCompletionRequest:
+    """Parse and validate a request body.
+
+    Raises:
+        APIError: 400 for a body that is not JSON, not an object, or fails validation.
+    """
+    try:
+        body = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise APIError(400, f"request body is not valid JSON: {exc}", code="invalid_json") from exc
+    if not isinstance(body, dict):
+        raise APIError(400, "request body must be a JSON object", code="invalid_json")
+    try:
+        return ChatCompletionRequest.model_validate(body)
+    except ValidationError as exc:
+        message, param = validation_message(exc.errors())
+        raise APIError(400, message, param=param, code="invalid_value") from exc
+
+
+def create_app(service: ChatService, api_key: str | None = None, recorder=None, engine_close=None) -> FastAPI:
+    """Build the app around a :class:`ChatService`.
+
+    Args:
+        service: serves completions (engine + tokenizer + capture).
+        api_key: when set, ``/v1/*`` requires ``Authorization: Bearer <api_key>`` (401 otherwise).
+        recorder: capture recorder; its idle-session sweeper runs while the app runs.
+        engine_close: coroutine function called on shutdown.
+    """
+
+    @asynccontextmanager
+    async def lifespan(_app):
+        sweeper = asyncio.create_task(recorder.sweep_idle_forever()) if recorder else None
+        yield
+        if sweeper:
+            sweeper.cancel()
+        if engine_close:
+            await engine_close()
+
+    app = FastAPI(title="OpenClaw-RL intercept server", lifespan=lifespan)
+    install_error_handlers(app)
+
+    async def check_key(request: Request) -> None:
+        if not api_key:
+            return
+        auth = request.headers.get("authorization", "")
+        token = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
+        if not token or not hmac.compare_digest(token.encode(), api_key.encode()):
+            raise APIError(401, "invalid or missing API key (send 'Authorization: Bearer <key>')",
+                           type_="invalid_request_error", code="invalid_api_key")
+
+    @app.get("/healthz")
+    async def healthz():
+        return {"status": "ok", "model": service.model_name,
+                "weight_version": service.engine.weight_version}
+
+    @app.get("/v1/models", dependencies=[Depends(check_key)])
+    async def models():
+        return {"object": "list", "data": [{"id": service.model_name, "object": "model",
+                                            "created": 0, "owned_by": "openclaw-rl"}]}
+
+    @app.post("/v1/chat/completions", dependencies=[Depends(check_key)])
+    async def chat_completions(request: Request):
+        req = parse_chat_request(await request.body())
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        cid = f"chatcmpl-{uuid.uuid4().hex}"
+        created = int(time.time())
+        events = service.run(req, headers)
+        if req.stream:
+            # surface request errors (prompt too long, ...) as JSON 4xx before streaming starts
+            first = await events.__anext__()
+            include_usage = bool(req.stream_options and req.stream_options.include_usage)
+            return StreamingResponse(_sse(first, events, cid, created, service.model_name, include_usage),
+                                     media_type="text/event-stream",
+                                     headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        return JSONResponse(await _aggregate(events, cid, created, service.model_name))
+
+    return app
+
+
+async def _aggregate(events, cid: str, created: int, model: str) -> dict:
+    content, reasoning, calls, logprobs = [], [], [], []
+    final: ChatEvent | None = None
+    async for ev in events:
+        logprobs.extend(ev.logprobs)
+        if ev.kind == "content":
+            content.append(ev.text)
+        elif ev.kind == "reasoning":
+            reasoning.append(ev.text)
+        elif ev.kind == "tool_call":
+            calls.append(ev.tool_call.to_openai())
+        elif ev.kind == "finish":
+            final = ev
+    message = {"role": "assistant", "content": "".join(content) if (content or not calls) else None}
+    if calls:
+        message["tool_calls"] = calls
+    if reasoning:
+        message["reasoning_content"] = "".join(reasoning)
+    choice = {"index": 0, "message": message, "finish_reason": final.finish_reason,
+              "logprobs": {"content": logprobs} if logprobs else None}
+    return {"id": cid, "object": "chat.completion", "created": created, "model": model,
+            "choices": [choice], "usage": final.usage}
+
+
+def _chunk(cid, created, model, delta: dict, finish=None, logprobs=None) -> str:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    if logprobs:
+        choice["logprobs"] = {"content": logprobs}
+    body = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+            "choices": [choice]}
+    return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
+
+
+async def _sse(first: ChatEvent, events, cid, created, model, include_usage: bool):
+    yield _chunk(cid, created, model, {"role": "assistant", "content": ""})
+    pending = [first]
+    try:
+        while True:
+            ev = pending.pop() if pending else await events.__anext__()
+            if ev.kind == "content":
+                yield _chunk(cid, created, model, {"content": ev.text}, logprobs=ev.logprobs)
+            elif ev.kind == "reasoning":
+                yield _chunk(cid, created, model, {"reasoning_content": ev.text}, logprobs=ev.logprobs)
+            elif ev.kind == "tool_call":
+                yield _chunk(cid, created, model, {"tool_calls": [_tool_call_dicts(ev.tool_call, True)]},
+                             logprobs=ev.logprobs)
+                yield _chunk(cid, created, model, {"tool_calls": [_tool_call_dicts(ev.tool_call, False)]})
+            elif ev.kind == "finish":
+                yield _chunk(cid, created, model, {}, finish=ev.finish_reason, logprobs=ev.logprobs)
+                if include_usage:
+                    usage = {"id": cid, "object": "chat.completion.chunk", "created": created,
+                             "model": model, "choices": [], "usage": ev.usage}
+                    yield f"data: {json.dumps(usage)}\n\n"
+    except StopAsyncIteration:
+        pass
+    except Exception as exc:  # mid-stream failure: tell the client in-band, keep the server up
+        log.exception("stream failed")
+        yield f"data: {json.dumps(error_body(f'generation failed: {exc}', 'server_error'))}\n\n"
+    finally:
+        await events.aclose()
+    yield "data: [DONE]\n\n"

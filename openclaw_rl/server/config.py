@@ -1,0 +1,76 @@
+"""Command line of the intercept server (``python -m openclaw_rl.server`` / ``openclaw-rl serve``).
+
+Flags fall back to environment variables: ``BASE_MODEL_PATH``, ``OPENCLAW_HOST``,
+``OPENCLAW_PORT``, ``OPENCLAW_API_KEY``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from openclaw_rl.models import DEFAULT_MODEL
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Immutable server settings (see :func:`build_parser` for each flag's meaning)."""
+
+    model_path: str = DEFAULT_MODEL
+    host: str = "127.0.0.1"
+    port: int = 30000
+    backend: str = "transformers"
+    device: str = "cpu"
+    enable_rl_intercept: bool = False
+    rl_buffer_dir: str = "./rl_buffer"
+    api_key: str | None = None
+    served_model_name: str | None = None
+    session_idle_timeout: float = 600.0
+    side_turn_rules: str | None = None
+    max_context: int | None = None
+    default_max_tokens: int = 512
+    log_level: str = "info"
+
+    @property
+    def model_name(self) -> str:
+        """Name reported by ``/v1/models`` (``--served-model-name`` or the path's last part)."""
+        if self.served_model_name:
+            return self.served_model_name
+        return self.model_path if self.model_path.startswith("builtin:") else Path(self.model_path).name
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The server's argument parser."""
+    p = argparse.ArgumentParser(prog="openclaw-rl serve",
+                                description="OpenAI-compatible server that records conversations for RL.")
+    p.add_argument("--model-path", default=os.environ.get("BASE_MODEL_PATH", DEFAULT_MODEL),
+                   help="HF model folder or builtin:smollm2-135m / builtin:tiny-qwen3 (env BASE_MODEL_PATH)")
+    p.add_argument("--host", default=os.environ.get("OPENCLAW_HOST", "127.0.0.1"), help="env OPENCLAW_HOST")
+    p.add_argument("--port", type=int, default=int(os.environ.get("OPENCLAW_PORT", "30000")), help="env OPENCLAW_PORT")
+    p.add_argument("--backend", default="transformers", choices=["transformers", "vllm", "sglang"])
+    p.add_argument("--device", default="cpu", help="torch device for the transformers backend")
+    p.add_argument("--enable-rl-intercept", action="store_true", help="record every turn for training")
+    p.add_argument("--rl-buffer-dir", default="./rl_buffer", help="folder of the trajectory store")
+    p.add_argument("--api-key", default=os.environ.get("OPENCLAW_API_KEY"),
+                   help="require 'Authorization: Bearer KEY' (env OPENCLAW_API_KEY)")
+    p.add_argument("--served-model-name", default=None)
+    p.add_argument("--session-idle-timeout", type=float, default=600.0,
+                   help="seconds of silence that end a session (its last turn gets no next state)")
+    p.add_argument("--side-turn-rules", default=None, help="JSON file of side-turn rules")
+    p.add_argument("--max-context", type=int, default=None, help="override the context window")
+    p.add_argument("--default-max-tokens", type=int, default=512)
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    return p
+
+
+def parse_server_args(argv: list[str] | None = None) -> ServerConfig:
+    """Parse argv (default ``sys.argv[1:]``) into a :class:`ServerConfig`; exits 2 on bad flags."""
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    if not 0 < ns.port < 65536:
+        parser.error(f"--port must be in 1..65535, got {ns.port}")
+    if ns.session_idle_timeout <= 0:
+        parser.error("--session-idle-timeout must be positive")
+    return ServerConfig(**vars(ns))

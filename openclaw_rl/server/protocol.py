@@ -1,0 +1,126 @@
+"""Request schema of ``POST /v1/chat/completions`` (OpenAI Chat Completions, the subset served).
+
+Validation is strict on what we act on (roles, types, ranges) and lenient on unknown fields
+(clients such as OpenClaw send vendor fields; those are ignored, never an error).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class _Lenient(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class TextPart(_Lenient):
+    """A content part; only ``text`` parts are accepted (the served models are text-only)."""
+
+    type: Literal["text", "input_text", "output_text"]
+    text: str
+
+
+class FunctionCall(_Lenient):
+    name: str
+    arguments: Union[str, dict[str, Any]] = "{}"
+
+
+class ToolCall(_Lenient):
+    id: str | None = None
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+
+class Message(_Lenient):
+    """One chat message.
+
+    ``content`` is a string, a list of text parts, or null (only for an assistant message that
+    carries ``tool_calls``).
+    """
+
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: Union[str, list[TextPart], None] = None
+    name: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+    reasoning_content: str | None = None
+
+    @model_validator(mode="after")
+    def _content_required(self) -> "Message":
+        if self.content is None and not (self.role == "assistant" and self.tool_calls):
+            raise ValueError(f"a {self.role} message needs 'content' (null is allowed only for "
+                             "an assistant message with tool_calls)")
+        return self
+
+    def text(self) -> str:
+        """The content as one string (text parts joined)."""
+        if self.content is None:
+            return ""
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(p.text for p in self.content)
+
+
+class FunctionDef(_Lenient):
+    name: str = Field(min_length=1)
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+
+
+class Tool(_Lenient):
+    type: Literal["function"] = "function"
+    function: FunctionDef
+
+
+class StreamOptions(_Lenient):
+    include_usage: bool = False
+
+
+class ChatCompletionRequest(_Lenient):
+    """The request body. Capture fields: ``session_id``, ``turn_type`` (also as headers)."""
+
+    model: str | None = None
+    messages: list[Message] = Field(min_length=1)
+    tools: list[Tool] | None = None
+    tool_choice: Union[Literal["none", "auto", "required"], dict[str, Any], None] = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    stop: Union[str, list[str], None] = None
+    seed: int | None = None
+    logprobs: bool | None = None
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    user: str | None = None
+    n: int | None = None
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    prompt_cache_key: str | None = None
+    session_id: str | None = None
+    turn_type: Literal["main", "side"] | None = None
+
+    @field_validator("n")
+    @classmethod
+    def _only_one_choice(cls, v: int | None) -> int | None:
+        if v is not None and v != 1:
+            raise ValueError("only n=1 is supported")
+        return v
+
+    @field_validator("stop")
+    @classmethod
+    def _stop_list(cls, v):
+        if isinstance(v, list) and len(v) > 4:
+            raise ValueError("at most 4 stop sequences")
+        return v
+
+    def stop_sequences(self) -> list[str]:
+        """``stop`` as a list of non-empty strings."""
+        if self.stop is None:
+            return []
+        return [s for s in ([self.stop] if isinstance(self.stop, str) else self.stop) if s]
+
+    def completion_budget(self, default: int) -> int:
+        """``max_completion_tokens`` (preferred) or ``max_tokens`` or ``default``."""
+        return self.max_completion_tokens or self.max_tokens or default

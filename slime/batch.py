@@ -1,0 +1,111 @@
+"""Collate :class:`~slime.sample.Sample` records into right-padded ``[B, L]`` training tensors.
+
+Every per-token tensor is aligned with ``input_ids_B_L`` (the convention of
+:mod:`slime.logprobs`): a sample with prompt length ``P`` and response length ``R`` has its
+response quantities at columns ``P .. P + R - 1``; prompt and padding columns hold 0. The result
+plugs straight into :func:`slime.logprobs.compute_token_logprobs` (``response_mask_B_L``) and
+:class:`slime.losses.LossInputs` (``T = L``).
+
+Follows slime's per-sample packing of ``tokens``/``loss_masks``/``rollout_log_probs``
+(THUDM/slime), without sequence packing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from slime.sample import Sample
+
+__all__ = ["SampleBatch", "collate_samples", "split_micro_batches"]
+
+
+@dataclass
+class SampleBatch:
+    """Right-padded tensors for ``B`` samples, ``L = max(len(tokens))``.
+
+    input_ids_B_L: long token ids (``pad_token_id`` in padding).
+    attention_mask_B_L: long, 1 on real tokens.
+    response_mask_B_L: bool, True on response tokens (the positions whose log-prob is computed).
+    loss_mask_B_L: float, the sample's ``loss_mask`` on response tokens, 0 elsewhere.
+    rollout_logprobs_B_L: float, ``rollout_log_probs`` on response tokens.
+    advantages_B_L: float, ``advantages`` on response tokens, or ``None`` if no sample has them.
+    teacher_logprobs_B_L: float, ``teacher_log_probs`` on response tokens, or ``None``.
+    """
+
+    input_ids_B_L: torch.Tensor
+    attention_mask_B_L: torch.Tensor
+    response_mask_B_L: torch.Tensor
+    loss_mask_B_L: torch.Tensor
+    rollout_logprobs_B_L: torch.Tensor
+    advantages_B_L: torch.Tensor | None
+    teacher_logprobs_B_L: torch.Tensor | None
+
+    @property
+    def num_loss_tokens(self) -> float:
+        """``loss_mask_B_L.sum()`` as a float."""
+        return float(self.loss_mask_B_L.sum())
+
+
+def collate_samples(
+    samples: Sequence[Sample], *, pad_token_id: int = 0, dtype: torch.dtype = torch.float32,
+    device: torch.device | str | None = None,
+) -> SampleBatch:
+    """Stack ``samples`` into a right-padded :class:`SampleBatch`.
+
+    Args:
+        samples: one or more valid samples; each must have ``prompt_length >= 1`` (the first
+            response token needs a prefix).
+        pad_token_id: id written into padding columns.
+        dtype: float dtype of the per-token float tensors.
+        device: target device (default CPU).
+
+    Raises:
+        ValueError: empty ``samples``, a sample with an empty prompt, or only some samples
+            carrying ``advantages``/``teacher_log_probs``.
+    """
+    if not samples:
+        raise ValueError("collate_samples needs at least one sample")
+    for name in ("advantages", "teacher_log_probs"):
+        have = [getattr(s, name) is not None for s in samples]
+        if any(have) and not all(have):
+            raise ValueError(f"only some samples have {name}; fill all or none")
+    B, L = len(samples), max(len(s.tokens) for s in samples)
+    ids = torch.full((B, L), pad_token_id, dtype=torch.long)
+    attn = torch.zeros(B, L, dtype=torch.long)
+    resp = torch.zeros(B, L, dtype=torch.bool)
+    loss = torch.zeros(B, L, dtype=dtype)
+    rollout = torch.zeros(B, L, dtype=dtype)
+    adv = torch.zeros(B, L, dtype=dtype) if samples[0].advantages is not None else None
+    teacher = torch.zeros(B, L, dtype=dtype) if samples[0].teacher_log_probs is not None else None
+    for b, s in enumerate(samples):
+        if s.prompt_length < 1:
+            raise ValueError(f"sample {b} has an empty prompt; the first response token needs a prefix")
+        n, p = len(s.tokens), s.prompt_length
+        ids[b, :n] = torch.tensor(s.tokens, dtype=torch.long)
+        attn[b, :n] = 1
+        resp[b, p:n] = True
+        loss[b, p:n] = torch.tensor(s.loss_mask, dtype=dtype)
+        rollout[b, p:n] = torch.tensor(s.rollout_log_probs, dtype=dtype)
+        if adv is not None:
+            adv[b, p:n] = torch.tensor(s.advantages, dtype=dtype)
+        if teacher is not None:
+            teacher[b, p:n] = torch.tensor(s.teacher_log_probs, dtype=dtype)
+    batch = SampleBatch(ids, attn, resp, loss, rollout, adv, teacher)
+    if device is not None:
+        batch = SampleBatch(*(t.to(device) if t is not None else None for t in (
+            batch.input_ids_B_L, batch.attention_mask_B_L, batch.response_mask_B_L, batch.loss_mask_B_L,
+            batch.rollout_logprobs_B_L, batch.advantages_B_L, batch.teacher_logprobs_B_L)))
+    return batch
+
+
+def split_micro_batches(samples: Sequence[Sample], micro_batch_size: int) -> list[list[Sample]]:
+    """Split ``samples`` in order into lists of ``micro_batch_size`` (the last may be shorter).
+
+    Raises ``ValueError`` if ``micro_batch_size < 1``.
+    """
+    if micro_batch_size < 1:
+        raise ValueError(f"micro_batch_size must be >= 1, got {micro_batch_size}")
+    return [list(samples[i : i + micro_batch_size]) for i in range(0, len(samples), micro_batch_size)]
