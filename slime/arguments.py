@@ -20,11 +20,13 @@ from typing import Any
 __all__ = [
     "ADVANTAGE_ESTIMATORS",
     "KL_LOSS_TYPES",
+    "LOSS_TYPES",
     "ConfigError",
     "SlimeConfig",
     "add_slime_arguments",
     "build_parser",
     "parse_args",
+    "validate_config",
 ]
 
 KL_LOSS_TYPES = ("k1", "k2", "k3", "low_var_kl")
@@ -55,7 +57,8 @@ class _RaisingParser(argparse.ArgumentParser):
         raise ConfigError(message)
 
 
-def _str2bool_flag(group: argparse._ArgumentGroup, *names: str, help: str) -> None:
+def _flag(group: argparse._ArgumentGroup, *names: str, help: str) -> None:
+    """Add a ``store_true`` flag (default ``False``) to ``group``."""
     group.add_argument(*names, action="store_true", default=False, help=help)
 
 
@@ -89,33 +92,33 @@ def add_slime_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     g.add_argument("--adam-beta1", type=float, default=0.9)
     g.add_argument("--adam-beta2", type=float, default=0.98)
     g.add_argument("--clip-grad", type=float, default=1.0, help="global grad-norm clip; 0 disables")
-    _str2bool_flag(g, "--offload-optimizer-state", help="keep optimizer state on CPU between steps")
+    _flag(g, "--offload-optimizer-state", help="keep optimizer state on CPU between steps")
 
     g = parser.add_argument_group("loss")
     g.add_argument("--loss-type", choices=LOSS_TYPES, default="policy_loss")
     g.add_argument("--advantage-estimator", choices=ADVANTAGE_ESTIMATORS, default="grpo")
-    _str2bool_flag(g, "--disable-grpo-std-normalization",
+    _flag(g, "--disable-grpo-std-normalization",
                    help="GRPO: subtract the group mean only (Dr. GRPO)")
-    _str2bool_flag(g, "--disable-rewards-normalization",
+    _flag(g, "--disable-rewards-normalization",
                    help="use raw rewards as advantages (no group mean/std)")
     g.add_argument("--eps-clip", type=float, default=0.2, help="PPO clip ratio (lower side)")
     g.add_argument("--eps-clip-high", type=float, default=None,
                    help="PPO clip ratio upper side (DAPO clip-higher); default eps_clip")
     g.add_argument("--eps-clip-c", type=float, default=None,
                    help="dual-clip constant c > 1 for negative advantages (Ye et al. 2020)")
-    _str2bool_flag(g, "--use-kl-loss", help="add a KL(policy || reference) penalty to the loss")
+    _flag(g, "--use-kl-loss", help="add a KL(policy || reference) penalty to the loss")
     g.add_argument("--kl-loss-coef", type=float, default=0.0)
     g.add_argument("--kl-loss-type", default="k1",
                    help=f"KL estimator, one of {', '.join(KL_LOSS_TYPES)}")
     g.add_argument("--entropy-coef", type=float, default=0.0)
-    _str2bool_flag(g, "--use-tis", help="truncated importance sampling on train/rollout mismatch")
+    _flag(g, "--use-tis", help="truncated importance sampling on train/rollout mismatch")
     g.add_argument("--tis-cap", type=float, default=None, help="TIS weight cap (default 2.0)")
 
     g = parser.add_argument_group("model")
     g.add_argument("--model-path", "--hf-checkpoint", dest="model_path", default=None,
                    help="Hugging Face checkpoint directory of the policy")
     g.add_argument("--seed", type=int, default=1234)
-    _str2bool_flag(g, "--use-lora", help="train a LoRA adapter (peft) instead of all weights")
+    _flag(g, "--use-lora", help="train a LoRA adapter (peft) instead of all weights")
     g.add_argument("--lora-rank", type=int, default=None, help="LoRA rank (default 16)")
     g.add_argument("--lora-alpha", type=float, default=None, help="LoRA alpha (default 2 * rank)")
     g.add_argument("--lora-dropout", type=float, default=None, help="LoRA dropout (default 0.0)")

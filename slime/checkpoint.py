@@ -256,6 +256,9 @@ def _load_adapter_weights(model: torch.nn.Module, ckpt: Path) -> None:
     unexpected = getattr(result, "unexpected_keys", [])
     if unexpected:
         raise ValueError(f"adapter {path} has unexpected weights: {unexpected[:5]}")
+    missing = [k for k in getattr(result, "missing_keys", []) if "lora_" in k]
+    if missing:
+        raise ValueError(f"adapter {path} lacks LoRA weights: {missing[:5]}")
 
 
 def load_checkpoint(

@@ -230,9 +230,11 @@ def policy_loss(inputs: LossInputs, config: PolicyLossConfig) -> LossOutputs:
             ``rollout_logprobs_B_T`` with TIS, ``entropy_B_T`` with ``entropy_coef > 0``).
     """
     mask_B_T = inputs.loss_mask_B_T.to(inputs.logprobs_B_T.dtype)
+    on_B_T = mask_B_T > 0
     n_tok = float(mask_B_T.sum())
     adv_B_T = inputs.advantages_B_T.to(inputs.logprobs_B_T.dtype).detach()
-    log_ratio_B_T = inputs.logprobs_B_T - inputs.old_logprobs_B_T.detach()
+    # zero the log-ratio off the mask so garbage there (padding) can never overflow into inf/NaN
+    log_ratio_B_T = torch.where(on_B_T, inputs.logprobs_B_T - inputs.old_logprobs_B_T.detach(), 0.0)
     ratio_B_T = log_ratio_B_T.exp()
 
     pg1_B_T = -adv_B_T * ratio_B_T
@@ -242,7 +244,7 @@ def policy_loss(inputs: LossInputs, config: PolicyLossConfig) -> LossOutputs:
     counts: dict[str, float] = {}
 
     def record(name: str, per_token_B_T: torch.Tensor) -> None:
-        sums[name] = float((per_token_B_T.detach() * mask_B_T).sum())
+        sums[name] = float(torch.where(on_B_T, per_token_B_T.detach() * mask_B_T, 0.0).sum())
         counts[name] = n_tok
 
     record("pg_clipfrac", (pg2_B_T > pg1_B_T).to(mask_B_T.dtype))
@@ -254,20 +256,22 @@ def policy_loss(inputs: LossInputs, config: PolicyLossConfig) -> LossOutputs:
     if config.use_tis:
         if inputs.rollout_logprobs_B_T is None:
             raise ValueError("use_tis needs rollout_logprobs_B_T")
-        raw_B_T = torch.exp(inputs.old_logprobs_B_T.detach() - inputs.rollout_logprobs_B_T.detach())
+        raw_B_T = torch.exp(torch.where(
+            on_B_T, inputs.old_logprobs_B_T.detach() - inputs.rollout_logprobs_B_T.detach(), 0.0))
         w_B_T = raw_B_T.clamp(max=config.tis_cap).to(pg_B_T.dtype)
         record("tis_weight", w_B_T)
         record("tis_clipfrac", (raw_B_T > config.tis_cap).to(mask_B_T.dtype))
         pg_B_T = pg_B_T * w_B_T
     record("pg_loss", pg_B_T)
     record("ratio_dev", (ratio_B_T - 1.0).abs())
-    record("approx_kl", kl_estimate(inputs.logprobs_B_T.detach(), inputs.old_logprobs_B_T.detach(), "k3"))
+    record("approx_kl", kl_estimate(log_ratio_B_T.detach(), torch.zeros_like(log_ratio_B_T), "k3"))
     token_loss_B_T = pg_B_T
 
     if config.use_kl_loss:
         if inputs.ref_logprobs_B_T is None:
             raise ValueError("use_kl_loss needs ref_logprobs_B_T")
-        kl_B_T = kl_estimate(inputs.logprobs_B_T, inputs.ref_logprobs_B_T.detach(), config.kl_loss_type)
+        ref_diff_B_T = torch.where(on_B_T, inputs.logprobs_B_T - inputs.ref_logprobs_B_T.detach(), 0.0)
+        kl_B_T = kl_estimate(ref_diff_B_T, torch.zeros_like(ref_diff_B_T), config.kl_loss_type)
         record("kl_loss", kl_B_T)
         token_loss_B_T = token_loss_B_T + config.kl_loss_coef * kl_B_T
     if inputs.entropy_B_T is not None:
@@ -277,5 +281,5 @@ def policy_loss(inputs: LossInputs, config: PolicyLossConfig) -> LossOutputs:
             raise ValueError("entropy_coef > 0 needs entropy_B_T")
         token_loss_B_T = token_loss_B_T - config.entropy_coef * inputs.entropy_B_T
 
-    loss = (token_loss_B_T * mask_B_T).sum() / float(inputs.global_num_tokens)
+    loss = torch.where(on_B_T, token_loss_B_T * mask_B_T, 0.0).sum() / float(inputs.global_num_tokens)
     return LossOutputs(loss=loss, num_tokens=n_tok, sums=sums, counts=counts)

@@ -1,4 +1,4 @@
-"""Shared fixtures for the slime tests: a tiny random Qwen3 causal LM built offline."""
+"""Shared fixtures for the slime tests: tiny random Qwen3 causal LMs built offline (no model hub)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 
 
-def make_tiny_model(seed: int = 0, dtype: torch.dtype = torch.float64):
+def _make_tiny_model(seed: int = 0, dtype: torch.dtype = torch.float64):
     """Return a 2-layer random ``Qwen3ForCausalLM`` (vocab 512, hidden 32) in eval mode, in ``dtype``."""
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
@@ -21,6 +21,12 @@ def make_tiny_model(seed: int = 0, dtype: torch.dtype = torch.float64):
 
 
 @pytest.fixture
+def make_tiny_model():
+    """The factory ``make_tiny_model(seed=0, dtype=torch.float64)`` (fixtures avoid importing conftest)."""
+    return _make_tiny_model
+
+
+@pytest.fixture
 def tiny_model():
-    """A fresh float64 tiny model (seed 0)."""
-    return make_tiny_model()
+    """A fresh float64 tiny Qwen3 model (seed 0)."""
+    return _make_tiny_model()

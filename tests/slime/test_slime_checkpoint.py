@@ -139,3 +139,13 @@ def test_tied_embeddings_round_trip(tmp_path):
         model.model.embed_tokens.weight.add_(1.0)
     load_checkpoint(tmp_path, model)
     torch.testing.assert_close(model.lm_head.weight.detach(), saved, atol=0, rtol=0)
+
+
+def test_lora_adapter_mismatch_raises(tmp_path, make_tiny_model):
+    from peft import LoraConfig, get_peft_model
+
+    small = get_peft_model(make_tiny_model(), LoraConfig(r=4, target_modules=["q_proj"]))
+    save_checkpoint(tmp_path, TrainerState(step=0), small)
+    wider = get_peft_model(make_tiny_model(), LoraConfig(r=4, target_modules=["q_proj", "v_proj"]))
+    with pytest.raises(ValueError, match="lacks LoRA weights"):
+        load_checkpoint(tmp_path, wider)

@@ -56,9 +56,7 @@ def test_chunked_equals_unchunked(tiny_model, chunk_size):
     assert (out.logprobs_B_L[~resp] == 0).all()
 
 
-def test_float32_model_within_tolerance():
-    from conftest import make_tiny_model
-
+def test_float32_model_within_tolerance(make_tiny_model):
     model = make_tiny_model(dtype=torch.float32)
     ids, attn, resp = _batch()
     with torch.no_grad():

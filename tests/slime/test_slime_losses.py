@@ -141,6 +141,20 @@ def test_missing_inputs_and_bad_config_raise():
         PolicyLossConfig(kl_loss_type="k4")
 
 
+def test_garbage_off_the_mask_cannot_poison_the_loss():
+    logp = t([math.log(0.5), 500.0]).requires_grad_(True)  # position 1 is padding with a garbage value
+    inp = LossInputs(logprobs_B_T=logp, old_logprobs_B_T=t([math.log(0.5), -500.0]), advantages_B_T=t([1.0, 1.0]),
+                     loss_mask_B_T=t([1.0, 0.0]), global_num_tokens=1, rollout_logprobs_B_T=t([0.0, -900.0]),
+                     ref_logprobs_B_T=t([math.log(0.5), -900.0]), entropy_B_T=t([0.3, float("nan")]))
+    out = policy_loss(inp, PolicyLossConfig(use_kl_loss=True, kl_loss_coef=0.1, kl_loss_type="k3", use_tis=True,
+                                            tis_cap=2.0, entropy_coef=0.0))
+    out.loss.backward()
+    # TIS weight at position 0: min(exp(ln 0.5 - 0), 2) = 0.5 -> loss -0.5
+    assert out.loss.item() == pytest.approx(-0.5)
+    assert torch.isfinite(logp.grad).all() and logp.grad[0, 1].item() == 0.0
+    assert all(math.isfinite(v) for v in out.metrics().values())
+
+
 def test_reduce_metrics_weights_by_token_counts():
     a = policy_loss(clip_inputs(mask=(1, 0, 0, 0)), PolicyLossConfig(eps_clip=0.2))  # 1 token, clipped
     b = policy_loss(clip_inputs(mask=(0, 1, 1, 1)), PolicyLossConfig(eps_clip=0.2))  # 3 tokens, 1 clipped
