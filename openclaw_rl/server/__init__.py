@@ -29,7 +29,8 @@ def build_server(config: "ServerConfig"):
         store = TrajectoryStore(config.rl_buffer_dir)
         recorder = Recorder(store, rules, idle_timeout=config.session_idle_timeout)
     service = ChatService(engine, tokenizer, config.model_name, recorder,
-                          default_max_tokens=config.default_max_tokens)
+                          default_max_tokens=config.default_max_tokens,
+                          default_temperature=config.default_temperature)
     app = create_app(service, api_key=config.api_key, recorder=recorder, engine_close=engine.aclose)
     return app, engine, store
 

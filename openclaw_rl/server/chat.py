@@ -66,12 +66,14 @@ class ChatService:
         model_name: the served model name reported to clients.
         recorder: capture (None when ``--enable-rl-intercept`` is off).
         default_max_tokens: completion budget when the request sets none.
+        default_temperature: temperature when the request sets none.
     """
 
     def __init__(self, engine: Engine, tokenizer, model_name: str, recorder: Recorder | None,
-                 default_max_tokens: int = 512):
+                 default_max_tokens: int = 512, default_temperature: float = 1.0):
         self.engine, self.tokenizer, self.model_name = engine, tokenizer, model_name
         self.recorder, self.default_max_tokens = recorder, default_max_tokens
+        self.default_temperature = default_temperature
         self._stop_ids = set(engine.eos_token_ids)
 
     def render(self, req: ChatCompletionRequest) -> tuple[list[dict], list[dict] | None, str, list[int]]:
@@ -124,7 +126,7 @@ class ChatService:
         want_lp = bool(req.logprobs)
         params = SamplingParams(
             max_new_tokens=req.completion_budget(self.default_max_tokens),
-            temperature=1.0 if req.temperature is None else req.temperature,
+            temperature=self.default_temperature if req.temperature is None else req.temperature,
             top_p=1.0 if req.top_p is None else req.top_p, seed=req.seed,
             top_logprobs=(req.top_logprobs or 0) if want_lp else 0)
         parser = OutputParser(parse_tools=tools is not None, parse_reasoning=True)

@@ -31,6 +31,7 @@ class ServerConfig:
     side_turn_rules: str | None = None
     max_context: int | None = None
     default_max_tokens: int = 512
+    default_temperature: float = 1.0
     log_level: str = "info"
 
     @property
@@ -60,7 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds of silence that end a session (its last turn gets no next state)")
     p.add_argument("--side-turn-rules", default=None, help="JSON file of side-turn rules")
     p.add_argument("--max-context", type=int, default=None, help="override the context window")
-    p.add_argument("--default-max-tokens", type=int, default=512)
+    p.add_argument("--default-max-tokens", type=int, default=512,
+                   help="completion budget when a request sets no max_tokens")
+    p.add_argument("--default-temperature", type=float, default=1.0,
+                   help="temperature when a request sets none (0 = greedy)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p
 
@@ -71,6 +75,8 @@ def parse_server_args(argv: list[str] | None = None) -> ServerConfig:
     ns = parser.parse_args(argv)
     if not 0 < ns.port < 65536:
         parser.error(f"--port must be in 1..65535, got {ns.port}")
+    if not 0.0 <= ns.default_temperature <= 2.0:
+        parser.error("--default-temperature must be in [0, 2]")
     if ns.session_idle_timeout <= 0:
         parser.error("--session-idle-timeout must be positive")
     return ServerConfig(**vars(ns))

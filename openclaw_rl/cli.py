@@ -1,0 +1,83 @@
+"""``openclaw-rl``: the command line (``serve``, ``export``, ``import``).
+
+Errors are one line on stderr with exit code 2; nothing already recorded is touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _export(argv: list[str]) -> int:
+    from openclaw_rl.capture.export import export_sessions
+    from openclaw_rl.capture.store import TrajectoryStore
+
+    p = argparse.ArgumentParser(prog="openclaw-rl export",
+                                description="Write recorded sessions as JSON Lines (seed session format).")
+    p.add_argument("--rl-buffer-dir", required=True)
+    p.add_argument("--out", default="-", help="output file (default stdout)")
+    a = p.parse_args(argv)
+    if not (Path(a.rl_buffer_dir) / TrajectoryStore.FILENAME).is_file():
+        raise ValueError(f"no trajectory store in {a.rl_buffer_dir!r}")
+    store = TrajectoryStore(a.rl_buffer_dir)
+    try:
+        if a.out == "-":
+            n = export_sessions(store, sys.stdout)
+        else:
+            with open(a.out, "w", encoding="utf-8") as fh:
+                n = export_sessions(store, fh)
+    finally:
+        store.close()
+    print(f"exported {n} session(s)", file=sys.stderr)
+    return 0
+
+
+def _import(argv: list[str]) -> int:
+    from openclaw_rl.capture.export import import_sessions
+    from openclaw_rl.capture.store import TrajectoryStore
+
+    p = argparse.ArgumentParser(prog="openclaw-rl import",
+                                description="Load sessions (JSON Lines, seed format) into a trajectory store.")
+    p.add_argument("file")
+    p.add_argument("--rl-buffer-dir", required=True)
+    a = p.parse_args(argv)
+    if not Path(a.file).is_file():
+        raise ValueError(f"no such file: {a.file}")
+    store = TrajectoryStore(a.rl_buffer_dir)
+    try:
+        sessions, turns = import_sessions(store, a.file)
+    finally:
+        store.close()
+    print(f"imported {sessions} session(s), {turns} turn(s)", file=sys.stderr)
+    return 0
+
+
+def _serve(argv: list[str]) -> int:
+    from openclaw_rl.server.__main__ import main as serve_main
+
+    return serve_main(argv)
+
+
+COMMANDS = {"serve": _serve, "export": _export, "import": _import}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``openclaw-rl`` console command."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
+        if argv and argv[0] not in ("-h", "--help"):
+            print(f"openclaw-rl: error: unknown command {argv[0]!r}", file=sys.stderr)
+        print("usage: openclaw-rl {" + ",".join(COMMANDS) + "} [options]   (-h on a command for help)",
+              file=sys.stderr)
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    try:
+        return COMMANDS[argv[0]](argv[1:])
+    except (ValueError, OSError) as exc:
+        print(f"openclaw-rl {argv[0]}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

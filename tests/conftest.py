@@ -1,0 +1,32 @@
+"""Shared fixtures: real servers on the tiny models (session-scoped, stopped by PID)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.server import running_server
+
+
+@pytest.fixture(scope="session")
+def tiny_server(tmp_path_factory):
+    """The intercept server on ``builtin:tiny-qwen3`` with capture on and an API key."""
+    buf = tmp_path_factory.mktemp("tiny") / "rl_buffer"
+    with running_server("builtin:tiny-qwen3", buf, "--default-max-tokens", "16") as handle:
+        yield handle
+
+
+@pytest.fixture(scope="session")
+def tool_model():
+    """Path of the tiny Qwen3 model trained to call the ``read`` tool (cached)."""
+    from tests.support.tool_model import tool_model_path
+
+    return tool_model_path()
+
+
+@pytest.fixture(scope="session")
+def tool_server(tmp_path_factory, tool_model):
+    """The intercept server on the tool-using tiny model, greedy by default."""
+    buf = tmp_path_factory.mktemp("tools") / "rl_buffer"
+    with running_server(str(tool_model), buf, "--served-model-name", "tiny-tools",
+                        "--default-temperature", "0") as handle:
+        yield handle

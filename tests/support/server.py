@@ -1,0 +1,93 @@
+"""Start the real intercept server as a subprocess on a free loopback port; stop it by PID."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    """A currently free TCP port on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class ServerHandle:
+    proc: subprocess.Popen
+    port: int
+    buffer_dir: Path
+    api_key: str | None
+    log_path: Path
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def kill9(self) -> None:
+        """SIGKILL the server (no clean shutdown) and wait for it."""
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(30)
+
+
+def start_server(model_path: str, buffer_dir: Path, *extra: str, api_key: str | None = "sk-test",
+                 timeout: float = 180.0, log_dir: Path | None = None) -> ServerHandle:
+    """Launch ``python -m openclaw_rl.server`` and wait until ``/healthz`` answers."""
+    port = free_port()
+    log_path = (log_dir or buffer_dir.parent) / f"server-{port}.log"
+    cmd = [sys.executable, "-m", "openclaw_rl.server", "--model-path", str(model_path),
+           "--host", "127.0.0.1", "--port", str(port), "--backend", "transformers",
+           "--enable-rl-intercept", "--rl-buffer-dir", str(buffer_dir), "--log-level", "warning", *extra]
+    if api_key:
+        cmd += ["--api-key", api_key]
+    fh = open(log_path, "w")
+    proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=REPO)
+    handle = ServerHandle(proc, port, buffer_dir, api_key, log_path)
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}:\n{handle.log()}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+                return handle
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    stop_server(handle)
+    raise RuntimeError(f"server did not start in {timeout}s:\n{handle.log()}")
+
+
+def stop_server(handle: ServerHandle) -> None:
+    """SIGTERM by PID, SIGKILL if it does not exit in 15 s."""
+    if handle.proc.poll() is None:
+        handle.proc.send_signal(signal.SIGTERM)
+        try:
+            handle.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            handle.proc.kill()
+            handle.proc.wait(15)
+
+
+@contextmanager
+def running_server(model_path: str, buffer_dir: Path, *extra: str, **kw):
+    """Context manager around :func:`start_server` / :func:`stop_server`."""
+    handle = start_server(model_path, buffer_dir, *extra, **kw)
+    try:
+        yield handle
+    finally:
+        stop_server(handle)

@@ -1,0 +1,109 @@
+"""A tiny Qwen3 model *trained* (real supervised steps, seconds on CPU) to use tools.
+
+A random tiny model never emits a well-formed ``<tool_call>``, so the tool round-trip tests
+(openai SDK, real OpenClaw agent) use this model instead: ``builtin:tiny-qwen3`` fine-tuned on
+conversations rendered by its own chat template, where
+
+* a last user message containing ``USE_TOOL`` is answered with a ``read`` tool call on
+  ``hello.txt``;
+* a tool result is answered with ``Done: <result>``... kept simple: ``Done.``;
+* anything else is answered with ``Hello!``.
+
+The contexts vary (short system prompts, the long OpenClaw system prompt and tools from the
+captured fixture, filler text), so the behaviour keys on ``USE_TOOL`` and on the tool turn.
+Built once per cache (``$OPENCLAW_RL_CACHE/models/tiny-qwen3-tools``), under a file lock.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "openclaw-tool-session.jsonl"
+TOOL_REPLY = '<tool_call>\n{"name": "read", "arguments": {"path": "hello.txt"}}\n</tool_call>'
+PLAIN_REPLY = "Hello!"
+AFTER_TOOL_REPLY = "Done."
+SHORT_TOOLS = [{"type": "function", "function": {
+    "name": "read", "description": "Read a file",
+    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}]
+WORDS = "please could you the file now quickly thanks read open show me what is in it today".split()
+
+
+def _filler(rng: random.Random) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 8)))
+
+
+def _conversations(rng: random.Random, n: int) -> list[tuple[list[dict], list[dict], str]]:
+    fixture = [json.loads(line)["body"] for line in FIXTURE.read_text().splitlines()]
+    oc_system, oc_tools, oc_ctx = fixture[0]["messages"][0], fixture[0]["tools"], fixture[0]["messages"][-1]
+    oc_ctx = {"role": "user", "content": "".join(p["text"] for p in oc_ctx["content"])}
+    out = []
+    for i in range(n):
+        long = i % 3 == 0
+        system = oc_system if long else {"role": "system", "content": f"You are helpful. {_filler(rng)}"}
+        tools = oc_tools if long else SHORT_TOOLS
+        use_tool = rng.random() < 0.5
+        user = {"role": "user", "content": (f"[Mon 2026-11-30 0{rng.randint(0, 9)}:00 UTC] "
+                                            + ("USE_TOOL " if use_tool else "") + _filler(rng))}
+        msgs = [system, user] + ([oc_ctx] if long else [])
+        kind = rng.random()
+        if kind < 0.34:
+            out.append((msgs, tools, TOOL_REPLY if use_tool else PLAIN_REPLY))
+        else:
+            call = {"role": "assistant", "content": None, "tool_calls": [{
+                "id": f"call{rng.randint(0, 10**6)}", "type": "function",
+                "function": {"name": "read", "arguments": '{"path":"hello.txt"}'}}]}
+            result = {"role": "tool", "tool_call_id": call["tool_calls"][0]["id"],
+                      "content": f"secret-value-{rng.randint(0, 99)}\n"}
+            msgs = [system, dict(user, content=user["content"].replace("USE_TOOL ", "") if not use_tool
+                                 else user["content"]), call, result] + ([oc_ctx] if long else [])
+            out.append((msgs, tools, AFTER_TOOL_REPLY))
+    return out
+
+
+def build_tool_model(target: Path, steps: int = 360, seed: int = 0) -> Path:
+    """Fine-tune ``builtin:tiny-qwen3`` into ``target`` (a Hugging Face folder) and return it."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from openclaw_rl.models import resolve_model_path
+
+    base = resolve_model_path("builtin:tiny-qwen3")
+    tok = AutoTokenizer.from_pretrained(base)
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
+    data = []
+    for msgs, tools, reply in _conversations(rng, 36):
+        prompt = tok.apply_chat_template(msgs, tools=tools, add_generation_prompt=True, tokenize=False)
+        p_ids = tok(prompt, add_special_tokens=False)["input_ids"]
+        r_ids = tok(reply, add_special_tokens=False)["input_ids"] + [tok.convert_tokens_to_ids("<|im_end|>")]
+        data.append((torch.tensor([p_ids + r_ids]), len(p_ids)))
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
+    model.train()
+    for step in range(steps):
+        ids, p_len = data[step % len(data)]
+        hidden = model.model(input_ids=ids).last_hidden_state[:, p_len - 1:-1]
+        logits = model.lm_head(hidden)
+        loss = torch.nn.functional.cross_entropy(logits[0], ids[0, p_len:])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+    target.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(target)
+    tok.save_pretrained(target)
+    return target
+
+
+def tool_model_path() -> Path:
+    """The cached tool-using tiny model (built on first use, file-locked)."""
+    from openclaw_rl.models import _file_lock, cache_dir
+
+    target = cache_dir() / "tiny-qwen3-tools"
+    with _file_lock(cache_dir() / ".tiny-qwen3-tools.lock"):
+        if not (target / ".complete").exists():
+            build_tool_model(target)
+            (target / ".complete").write_text("ok\n")
+    return target
