@@ -110,8 +110,8 @@ class OutputParser:
                     self._buf = stripped[len(THINK_OPEN):]
                     self._state, self._lstrip = "reasoning", True
                     continue
-                if stripped and THINK_OPEN.startswith(stripped):
-                    return out  # could still become <think>
+                if THINK_OPEN.startswith(stripped):
+                    return out  # empty, whitespace or a prefix: could still become <think>
                 self._state = "content"
                 continue
             if self._lstrip:

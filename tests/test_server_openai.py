@@ -18,6 +18,8 @@ def _client(server, key="sk-test") -> openai.OpenAI:
 def test_models_and_health(tiny_server):
     models = _client(tiny_server).models.list()
     assert [m.id for m in models.data] == ["builtin:tiny-qwen3"]
+    # OpenClaw's gateway probes /v1/models without credentials: it stays public
+    assert _client(tiny_server, key="none").models.list().data[0].id == "builtin:tiny-qwen3"
     assert httpx.get(tiny_server.base_url.replace("/v1", "/healthz")).json()["status"] == "ok"
 
 

@@ -3,10 +3,16 @@
 Side turns are served and recorded but never trained on. A request is *side* when any rule
 matches; the default rules recognise OpenClaw's housekeeping traffic:
 
-* ``heartbeat``: the periodic heartbeat poll (its prompt asks to read ``HEARTBEAT.md`` and to
-  answer ``HEARTBEAT_OK``);
-* ``memory_flush``: the pre-compaction memory flush turn;
-* ``compaction``: the summarisation request that compacts a long session.
+* ``heartbeat``: the periodic heartbeat poll (``Follow the heartbeat monitor scratch context
+  when provided.``, ``Run the following periodic tasks ...``, or the older prompt naming
+  ``HEARTBEAT.md`` / ``HEARTBEAT_OK``);
+* ``memory_flush``: the pre-compaction memory flush turn (``Pre-compaction memory flush.`` in
+  the user text or ``Pre-compaction memory flush turn.`` in the system prompt);
+* ``compaction``: the summarisation request (system prompt ``You are a context summarization
+  assistant.``, user text opening with ``<conversation>``);
+* ``slug`` and ``title``: the filename-slug and session-title generators.
+
+The exact strings were read from ``openclaw@2026.9.6`` (see ``tests/openclaw_agent/NOTES.md``).
 
 Rules are configurable with ``--side-turn-rules FILE``: a JSON list of
 ``{"name": str, "pattern": regex, "where": "last_user" | "system" | "any"}`` objects that replace
@@ -44,10 +50,17 @@ class SideRule:
 
 
 DEFAULT_SIDE_RULES = (
-    SideRule("heartbeat", r"HEARTBEAT(?:\.md|_OK)", "last_user"),
-    SideRule("memory_flush", r"(?i)pre-compaction memory flush|memory flush", "last_user"),
-    SideRule("compaction", r"(?i)summari[sz]e (?:the|this) conversation|<summary>|compaction summary",
-             "last_user"),
+    # heartbeat poll: default prompt, scheduled-tasks variant, older HEARTBEAT.md prompt
+    SideRule("heartbeat", r"^\s*(?:Follow the heartbeat monitor scratch context when provided\."
+                          r"|Run the following periodic tasks \(only those due based on their intervals\):"
+                          r"|\[OpenClaw heartbeat poll\])|HEARTBEAT\.md|HEARTBEAT_OK", "last_user"),
+    SideRule("memory_flush", r"^\s*Pre-compaction memory flush\.|Save important context from this session "
+                             r"to the daily memory file\.\s*STRICT RULES:", "last_user"),
+    SideRule("memory_flush", r"Pre-compaction memory flush turn\.", "system"),
+    SideRule("compaction", r"^\s*You are a context summarization assistant\.", "system"),
+    SideRule("compaction", r"^\s*<conversation>\n", "last_user"),
+    SideRule("slug", r"Based on this conversation, generate a short 1-2 word filename slug", "last_user"),
+    SideRule("title", r"Generate a concise session title \(3-6 words, max 60 characters\)", "last_user"),
 )
 DEFAULT_CONTEXT_PATTERNS = (
     r"<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>.*?<<<END_OPENCLAW_INTERNAL_CONTEXT>>>",
@@ -83,7 +96,7 @@ class TurnRules:
         try:
             raw = json.loads(Path(path).read_text())
             rules = tuple(SideRule(**r) for r in raw)
-        except (OSError, json.JSONDecodeError, TypeError) as exc:
+        except (OSError, ValueError, TypeError) as exc:  # ValueError: bad JSON, regex or 'where'
             raise ValueError(f"--side-turn-rules {path}: {exc}") from exc
         return cls(side_rules=rules, context_patterns=tuple(context_patterns))
 

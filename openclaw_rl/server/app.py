@@ -87,7 +87,8 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
         return {"status": "ok", "model": service.model_name,
                 "weight_version": service.engine.weight_version}
 
-    @app.get("/v1/models", dependencies=[Depends(check_key)])
+    # public on purpose: OpenClaw's gateway probes it without an Authorization header
+    @app.get("/v1/models")
     async def models():
         return {"object": "list", "data": [{"id": service.model_name, "object": "model",
                                             "created": 0, "owned_by": "openclaw-rl"}]}

@@ -38,14 +38,17 @@ def _conversations(rng: random.Random, n: int) -> list[tuple[list[dict], list[di
     fixture = [json.loads(line)["body"] for line in FIXTURE.read_text().splitlines()]
     oc_system, oc_tools, oc_ctx = fixture[0]["messages"][0], fixture[0]["tools"], fixture[0]["messages"][-1]
     oc_ctx = {"role": "user", "content": "".join(p["text"] for p in oc_ctx["content"])}
+    oc_user = fixture[0]["messages"][1]["content"]  # "[date] USE_TOOL please read hello.txt\n\nRuntime: ..."
+    oc_runtime = oc_user[oc_user.index("\n\nRuntime:"):]
     out = []
     for i in range(n):
-        long = i % 3 == 0
+        long = i % 4 == 0
         system = oc_system if long else {"role": "system", "content": f"You are helpful. {_filler(rng)}"}
         tools = oc_tools if long else SHORT_TOOLS
         use_tool = rng.random() < 0.5
         user = {"role": "user", "content": (f"[Mon 2026-11-30 0{rng.randint(0, 9)}:00 UTC] "
-                                            + ("USE_TOOL " if use_tool else "") + _filler(rng))}
+                                            + ("USE_TOOL " if use_tool else "") + _filler(rng)
+                                            + (oc_runtime if long or rng.random() < 0.3 else ""))}
         msgs = [system, user] + ([oc_ctx] if long else [])
         kind = rng.random()
         if kind < 0.34:
@@ -62,7 +65,7 @@ def _conversations(rng: random.Random, n: int) -> list[tuple[list[dict], list[di
     return out
 
 
-def build_tool_model(target: Path, steps: int = 360, seed: int = 0) -> Path:
+def build_tool_model(target: Path, steps: int = 640, seed: int = 0) -> Path:
     """Fine-tune ``builtin:tiny-qwen3`` into ``target`` (a Hugging Face folder) and return it."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -75,7 +78,7 @@ def build_tool_model(target: Path, steps: int = 360, seed: int = 0) -> Path:
     rng = random.Random(seed)
     torch.manual_seed(seed)
     data = []
-    for msgs, tools, reply in _conversations(rng, 36):
+    for msgs, tools, reply in _conversations(rng, 64):
         prompt = tok.apply_chat_template(msgs, tools=tools, add_generation_prompt=True, tokenize=False)
         p_ids = tok(prompt, add_special_tokens=False)["input_ids"]
         r_ids = tok(reply, add_special_tokens=False)["input_ids"] + [tok.convert_tokens_to_ids("<|im_end|>")]

