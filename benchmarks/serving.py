@@ -3,7 +3,7 @@
 Run from the repository root::
 
     python benchmarks/serving.py [--model-path builtin:tiny-qwen3] [--requests 20]
-                                 [--max-tokens 32] [--json OUT]
+                                 [--max-tokens 32] [--torch-threads N] [--json OUT]
 
 One run measures, against the real server (``python -m openclaw_rl.server`` started by
 ``tests.support.server.start_server`` with capture on, recording into a temporary folder):
@@ -22,6 +22,8 @@ One run measures, against the real server (``python -m openclaw_rl.server`` star
 
 Both server and benchmark client share the machine's CPU cores, and other jobs may be running:
 numbers are noisy, compare ratios taken in the same run rather than absolute values across runs.
+``--torch-threads N`` sets torch's intra-op threads in both processes (default: torch's own, one
+per core); on a loaded CPU, 1 thread is much faster for these small models.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import argparse
 import asyncio
 import json
 import math
+import os
 import sys
 import tempfile
 import time
@@ -151,6 +154,10 @@ async def bench_throughput(client, model, clients: int, n: int, max_tokens: int)
 
 
 async def run(args) -> dict:
+    if args.torch_threads:  # same intra-op thread count in this process and the server's
+        import torch
+        torch.set_num_threads(args.torch_threads)
+        os.environ["OMP_NUM_THREADS"] = str(args.torch_threads)
     direct = DirectEngine(args.model_path)
     with tempfile.TemporaryDirectory(prefix="bench-serving-") as tmp:
         handle = start_server(args.model_path, Path(tmp) / "buffer", api_key="sk-bench")
@@ -170,14 +177,16 @@ async def run(args) -> dict:
             await client.close()
         finally:
             stop_server(handle)
-    return {"model_path": args.model_path, "max_tokens": args.max_tokens, "latency": latency,
+    return {"model_path": args.model_path, "max_tokens": args.max_tokens,
+            "torch_threads": args.torch_threads or "default", "latency": latency,
             "stream": stream, "throughput": throughput}
 
 
 def report(res: dict) -> None:
     lat, st, tp = res["latency"], res["stream"], res["throughput"]
     overhead = lat["server_p50_ms"] / lat["engine_p50_ms"]
-    print(f"\nmodel {res['model_path']}, max_tokens {res['max_tokens']}, greedy; "
+    print(f"\nmodel {res['model_path']}, max_tokens {res['max_tokens']}, greedy, torch threads "
+          f"{res['torch_threads']}; "
           f"noisy shared CPU, compare ratios within this run\n")
     print(f"1. non-streaming latency, {lat['requests']} interleaved request pairs "
           f"({lat['completion_tokens_min']}-{lat['completion_tokens_max']} completion tokens each)")
@@ -212,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--requests", type=int, default=20, help="request pairs in the latency test; "
                    "also requests per concurrency level (at least 2 x clients)")
     p.add_argument("--max-tokens", type=int, default=32, help="completion tokens per request")
+    p.add_argument("--torch-threads", type=int, default=0, help="torch intra-op threads for "
+                   "both the server (OMP_NUM_THREADS) and the in-process engine; default: torch's")
     p.add_argument("--json", type=Path, default=None, help="also write the numbers here")
     args = p.parse_args(argv)
     if args.requests < 2 or args.max_tokens < 1:

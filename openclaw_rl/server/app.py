@@ -93,6 +93,25 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
         return {"object": "list", "data": [{"id": service.model_name, "object": "model",
                                             "created": 0, "owned_by": "openclaw-rl"}]}
 
+    @app.post("/admin/update_weights_from_disk", dependencies=[Depends(check_key)])
+    async def update_weights(request: Request):
+        """Swap in weights from a model or LoRA adapter folder (SGLang's endpoint name).
+
+        Body: ``{"model_path": str, "weight_version": int | null}``; serving continues meanwhile.
+        """
+        try:
+            body = json.loads(await request.body())
+            path, version = body["model_path"], body.get("weight_version")
+            if not isinstance(path, str) or (version is not None and not isinstance(version, int)):
+                raise TypeError("model_path must be a string and weight_version an integer")
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+            raise APIError(400, f"expected {{'model_path': str, 'weight_version': int}}: {exc}") from exc
+        try:
+            new_version = await asyncio.to_thread(service.engine.load_weights, path, version)
+        except (ValueError, OSError) as exc:
+            raise APIError(400, f"could not load weights: {exc}", param="model_path") from exc
+        return {"success": True, "weight_version": new_version}
+
     @app.post("/v1/chat/completions", dependencies=[Depends(check_key)])
     async def chat_completions(request: Request):
         req = parse_chat_request(await request.body())
