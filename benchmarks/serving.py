@@ -8,12 +8,13 @@ Run from the repository root::
 One run measures, against the real server (``python -m openclaw_rl.server`` started by
 ``tests.support.server.start_server`` with capture on, recording into a temporary folder):
 
-1. **Server vs engine latency.** The same non-streaming chat requests (same prompts, greedy,
-   fixed seeds, same ``max_tokens``) sent (a) over HTTP with the ``openai`` SDK and (b) straight
+1. **Server vs engine latency.** The same non-streaming chat requests (same prompts, same
+   ``max_tokens``, temperature 1 with a fixed seed per request, so both paths sample the same ids) sent (a) over HTTP with the ``openai`` SDK and (b) straight
    to an in-process ``TransformersEngine`` (chat template + tokenize + ``engine.generate`` +
    decode). The two are interleaved request by request so both see the same background load.
-   Every pair must report the same prompt and completion token counts (greedy decoding of a
-   random model rarely hits EOS, so ``max_tokens`` fixes the work). ``overhead`` is
+   Every pair must report the same prompt and completion token counts (a random model rarely
+   samples EOS, so ``max_tokens`` fixes the work; greedy decoding of tiny-qwen3 gives only
+   newlines, which the output parser holds back, so it would hide the streaming TTFT). ``overhead`` is
    server p50 / engine p50: everything the server adds (HTTP, JSON, validation, per-token
    detokenizing and parsing, capture to SQLite). Goal: <= 1.05.
 2. **Streaming.** Time to first content chunk (TTFT) vs total time of SSE replies, p50.
@@ -50,6 +51,7 @@ from tests.support.server import start_server, stop_server  # noqa: E402
 TOPICS = ("tide pools", "bread baking", "binary search", "volcanoes", "chess openings",
           "bicycle repair", "prime numbers", "jazz harmony", "rain forests", "compilers")
 CONCURRENCY_LEVELS = (1, 4, 16)
+TEMPERATURE = 1.0  # with a fixed seed per request: reproducible, and realistic varied text
 
 
 def prompt_text(i: int) -> str:
@@ -79,7 +81,7 @@ class DirectEngine:
                                                   add_generation_prompt=True, tokenize=False)
         ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
         out = await self.engine.generate(ids, SamplingParams(max_new_tokens=max_tokens,
-                                                             temperature=0.0, seed=1000 + i))
+                                                             temperature=TEMPERATURE, seed=1000 + i))
         self.tokenizer.decode(out.token_ids, skip_special_tokens=True)
         return 1000 * (time.perf_counter() - t0), len(ids), len(out.token_ids)
 
@@ -90,7 +92,7 @@ async def server_complete(client: AsyncOpenAI, model: str, i: int,
     t0 = time.perf_counter()
     r = await client.chat.completions.create(
         model=model, messages=[{"role": "user", "content": prompt_text(i)}],
-        max_tokens=max_tokens, temperature=0.0, seed=1000 + i)
+        max_tokens=max_tokens, temperature=TEMPERATURE, seed=1000 + i)
     return 1000 * (time.perf_counter() - t0), r.usage.prompt_tokens, r.usage.completion_tokens
 
 
@@ -101,7 +103,7 @@ async def server_stream(client: AsyncOpenAI, model: str, i: int,
     ttft_ms, completion_tokens = None, 0
     stream = await client.chat.completions.create(
         model=model, messages=[{"role": "user", "content": prompt_text(i)}], max_tokens=max_tokens,
-        temperature=0.0, seed=1000 + i, stream=True, stream_options={"include_usage": True})
+        temperature=TEMPERATURE, seed=1000 + i, stream=True, stream_options={"include_usage": True})
     async for chunk in stream:
         if chunk.usage:
             completion_tokens = chunk.usage.completion_tokens
@@ -185,7 +187,7 @@ async def run(args) -> dict:
 def report(res: dict) -> None:
     lat, st, tp = res["latency"], res["stream"], res["throughput"]
     overhead = lat["server_p50_ms"] / lat["engine_p50_ms"]
-    print(f"\nmodel {res['model_path']}, max_tokens {res['max_tokens']}, greedy, torch threads "
+    print(f"\nmodel {res['model_path']}, max_tokens {res['max_tokens']}, seeded sampling, torch threads "
           f"{res['torch_threads']}; "
           f"noisy shared CPU, compare ratios within this run\n")
     print(f"1. non-streaming latency, {lat['requests']} interleaved request pairs "

@@ -41,8 +41,8 @@ ADVANTAGE_ESTIMATORS = (
 )
 LOSS_TYPES = ("policy_loss", "custom_loss")
 
-# "path/to/file.py:function" or "package.module.function"
-_PLUGIN_FILE_RE = re.compile(r"^.+\.py:[A-Za-z_][A-Za-z0-9_]*$")
+# "path/to/file.py", "path/to/file.py:function" or "package.module.function"
+_PLUGIN_FILE_RE = re.compile(r"^.+\.py(:[A-Za-z_][A-Za-z0-9_]*)?$")
 _PLUGIN_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 
 
@@ -350,4 +350,4 @@ def validate_config(cfg: SlimeConfig) -> None:
                  "custom_rm_path"):
         path = getattr(cfg, name)
         need(path is None or bool(_PLUGIN_FILE_RE.match(path) or _PLUGIN_MODULE_RE.match(path)),
-             f"--{name.replace('_', '-')} {path!r} must be 'path/to/file.py:function' or 'package.module.function'")
+             f"--{name.replace('_', '-')} {path!r} must be 'path/to/file.py[:function]' or 'package.module.function'")

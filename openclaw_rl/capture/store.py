@@ -54,10 +54,21 @@ CREATE TABLE IF NOT EXISTS turns (
     prefix_break_at INTEGER,
     side_reason TEXT,
     claimed_by TEXT,
-    claimed_at REAL
+    claimed_at REAL,
+    temperature REAL,
+    top_p REAL,
+    trained_step INTEGER
 );
 CREATE INDEX IF NOT EXISTS turns_session ON turns(session_id, turn_index);
 CREATE INDEX IF NOT EXISTS turns_status ON turns(status, id);
+CREATE TABLE IF NOT EXISTS judgements (
+    turn_id INTEGER PRIMARY KEY REFERENCES turns(id),
+    method TEXT NOT NULL,
+    reward REAL,
+    trainable INTEGER NOT NULL,
+    details_json TEXT,
+    created_at REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS continuations (
     fingerprint TEXT PRIMARY KEY,
     session_id TEXT NOT NULL,
@@ -65,8 +76,12 @@ CREATE TABLE IF NOT EXISTS continuations (
 );
 """
 
-#: statuses of a turn's life cycle
+#: statuses of a turn's life cycle: main turns go awaiting_next -> ready -> judging ->
+#: judged | skipped (not trainable: verdict 0, no next state) -> claimed -> trained.
 AWAITING_NEXT, READY, CLAIMED, TRAINED, SIDE = "awaiting_next", "ready", "claimed", "trained", "side"
+JUDGING, JUDGED, SKIPPED = "judging", "judged", "skipped"
+#: columns added after the first release, migrated in place on open
+_ADDED_COLUMNS = {"temperature": "REAL", "top_p": "REAL", "trained_step": "INTEGER"}
 
 
 @dataclass
@@ -91,6 +106,8 @@ class TurnRecord:
     prefix_ok: bool | None = None
     prefix_break_at: int | None = None
     side_reason: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
     # filled by the store
     id: int | None = None
     turn_index: int | None = None
@@ -133,6 +150,10 @@ class TrajectoryStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(SCHEMA)
+        have = {r[1] for r in self._db.execute("PRAGMA table_info(turns)")}
+        for col, kind in _ADDED_COLUMNS.items():
+            if col not in have:
+                self._db.execute(f"ALTER TABLE turns ADD COLUMN {col} {kind}")
 
     def close(self) -> None:
         """Close the connection (the WAL is checkpointed by SQLite)."""
@@ -195,14 +216,15 @@ class TrajectoryStore:
                 "model, messages_json, tools_json, prompt_text, prompt_ids, response_ids, "
                 "response_logprobs, response_text, reasoning_content, tool_calls_json, "
                 "finish_reason, weight_version, prefix_ok, prefix_break_at, side_reason, "
-                "next_state, next_state_role) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "next_state, next_state_role, temperature, top_p) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (rec.turn_uid, rec.session_id, n, rec.turn_type, rec.status, now, rec.model,
                  _dumps(rec.messages), _dumps(rec.tools), rec.prompt_text, _dumps(rec.prompt_ids),
                  _dumps(rec.response_ids), _dumps(rec.response_logprobs), rec.response_text,
                  rec.reasoning_content, _dumps(rec.tool_calls), rec.finish_reason,
                  rec.weight_version, None if rec.prefix_ok is None else int(rec.prefix_ok),
-                 rec.prefix_break_at, rec.side_reason, rec.next_state, rec.next_state_role))
+                 rec.prefix_break_at, rec.side_reason, rec.next_state, rec.next_state_role,
+                 rec.temperature, rec.top_p))
             rec.id = cur.lastrowid
             db.execute("UPDATE sessions SET last_activity=? WHERE session_id=?", (now, rec.session_id))
             if fingerprint:
@@ -270,20 +292,74 @@ class TrajectoryStore:
 
     # ------------------------------------------------------------------ trainer side
     def claim_ready(self, limit: int, worker: str = "trainer") -> list[TurnRecord]:
-        """Atomically claim up to ``limit`` ready main turns, oldest first."""
-        with self._tx() as db:
-            rows = db.execute("SELECT id FROM turns WHERE status=? ORDER BY id LIMIT ?",
-                              (READY, limit)).fetchall()
-            ids = [r[0] for r in rows]
-            db.executemany("UPDATE turns SET status=?, claimed_by=?, claimed_at=? WHERE id=?",
-                           [(CLAIMED, worker, time.time(), i) for i in ids])
-        return [self.get_turn(i) for i in ids]
+        """Atomically claim up to ``limit`` ready main turns (unjudged), oldest first."""
+        return self._claim(READY, CLAIMED, limit, worker)
 
-    def mark_trained(self, turn_ids: Iterable[int]) -> None:
-        """Claimed turns were trained on."""
+    def mark_trained(self, turn_ids: Iterable[int], step: int | None = None) -> None:
+        """Claimed turns were trained on (in train step ``step``)."""
         with self._tx() as db:
-            db.executemany("UPDATE turns SET status=? WHERE id=? AND status=?",
-                           [(TRAINED, i, CLAIMED) for i in turn_ids])
+            db.executemany("UPDATE turns SET status=?, trained_step=? WHERE id=? AND status=?",
+                           [(TRAINED, step, i, CLAIMED) for i in turn_ids])
+
+    # ------------------------------------------------------------------ judging
+    def claim_for_judging(self, limit: int, worker: str = "judge") -> list[TurnRecord]:
+        """Atomically move up to ``limit`` ready main turns to ``judging``, oldest first."""
+        return self._claim(READY, JUDGING, limit, worker)
+
+    def save_judgement(self, turn_id: int, method: str, reward: float | None, trainable: bool,
+                       details: dict | None = None) -> None:
+        """Record a judgement (durable) and move the turn to ``judged`` or ``skipped``."""
+        with self._tx() as db:
+            db.execute("INSERT OR REPLACE INTO judgements VALUES (?, ?, ?, ?, ?, ?)",
+                       (turn_id, method, reward, int(trainable), _dumps(details), time.time()))
+            db.execute("UPDATE turns SET status=?, claimed_by=NULL WHERE id=?",
+                       (JUDGED if trainable else SKIPPED, turn_id))
+
+    def judgement(self, turn_id: int) -> dict | None:
+        """``{"method", "reward", "trainable", "details"}`` of a judged turn, or None."""
+        with self._lock:
+            row = self._db.execute("SELECT * FROM judgements WHERE turn_id=?", (turn_id,)).fetchone()
+        if row is None:
+            return None
+        return {"method": row["method"], "reward": row["reward"], "trainable": bool(row["trainable"]),
+                "details": json.loads(row["details_json"]) if row["details_json"] else None}
+
+    def claim_judged(self, limit: int, worker: str = "trainer") -> list[TurnRecord]:
+        """Atomically claim up to ``limit`` judged (trainable) turns for training, oldest first."""
+        return self._claim(JUDGED, CLAIMED, limit, worker)
+
+    def recover(self, last_saved_step: int | None = None) -> dict[str, int]:
+        """After a restart: unfinished judging goes back to ready, unfinished training back to
+        judged, and, when resuming from the checkpoint of step ``last_saved_step``, turns trained
+        after it (``trained_step > last_saved_step``) are trained again, so none is lost or
+        doubled. ``None`` (a fresh run) leaves trained turns alone.
+
+        Returns:
+            How many turns each rule moved.
+        """
+        with self._tx() as db:
+            out = {"judging": db.execute("UPDATE turns SET status=?, claimed_by=NULL WHERE status=?",
+                                         (READY, JUDGING)).rowcount,
+                   "claimed": db.execute("UPDATE turns SET status=?, claimed_by=NULL WHERE status=?",
+                                         (JUDGED, CLAIMED)).rowcount}
+            out["trained_after_checkpoint"] = 0 if last_saved_step is None else db.execute(
+                "UPDATE turns SET status=?, trained_step=NULL WHERE status=? AND trained_step > ?",
+                (JUDGED, TRAINED, last_saved_step)).rowcount
+        return out
+
+    def recover_claims(self, turn_ids: Iterable[int]) -> None:
+        """Return claimed turns to ``judged`` (a train step that did not happen)."""
+        with self._tx() as db:
+            db.executemany("UPDATE turns SET status=?, claimed_by=NULL WHERE id=? AND status=?",
+                           [(JUDGED, i, CLAIMED) for i in turn_ids])
+
+    def _claim(self, src: str, dst: str, limit: int, worker: str) -> list[TurnRecord]:
+        with self._tx() as db:
+            ids = [r[0] for r in db.execute("SELECT id FROM turns WHERE status=? ORDER BY id LIMIT ?",
+                                            (src, limit)).fetchall()]
+            db.executemany("UPDATE turns SET status=?, claimed_by=?, claimed_at=? WHERE id=?",
+                           [(dst, worker, time.time(), i) for i in ids])
+        return [self.get_turn(i) for i in ids]
 
     def release(self, turn_ids: Iterable[int]) -> None:
         """Return claimed turns to ready (e.g. after a trainer restart)."""
@@ -328,4 +404,5 @@ def _row_to_record(row: sqlite3.Row) -> TurnRecord:
         finish_reason=row["finish_reason"], weight_version=row["weight_version"],
         next_state=row["next_state"], next_state_role=row["next_state_role"],
         prefix_ok=None if row["prefix_ok"] is None else bool(row["prefix_ok"]),
-        prefix_break_at=row["prefix_break_at"], side_reason=row["side_reason"])
+        prefix_break_at=row["prefix_break_at"], side_reason=row["side_reason"],
+        temperature=row["temperature"], top_p=row["top_p"])

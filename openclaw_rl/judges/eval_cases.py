@@ -5,8 +5,9 @@ human would give: clear thanks / moving on / a successful tool result (``+1``), 
 retry request or tool error caused by the assistant (``-1``), and ambiguous follow-ups (``0``).
 
 Run ``python -m openclaw_rl.judges.eval_cases --model-path builtin:smollm2-135m`` to measure both
-local modes. Measured on ``builtin:smollm2-135m`` (CPU, float32, 12 cases, n=5 votes, seed 0;
-the numbers are recorded in :data:`MEASURED_SMOLLM2`).
+local modes. Measured on ``builtin:smollm2-135m`` (CPU, float32, 12 cases, n=5 votes, threshold
+0.5, seed 0; numbers in :data:`MEASURED_SMOLLM2`): ``logprob`` + argmax 41.7 % accuracy, 0 %
+invalid votes; ``logprob`` + sampled votes 25 %, 0 % invalid; ``generate`` 16.7 %, 91.7 % invalid.
 """
 
 from __future__ import annotations
@@ -77,7 +78,17 @@ CASES: tuple[JudgeCase, ...] = (
 )
 
 #: Results of ``python -m openclaw_rl.judges.eval_cases`` on builtin:smollm2-135m (see module doc).
-MEASURED_SMOLLM2: dict[str, dict] = {}
+#: Expected labels: 5 x (+1), 5 x (-1), 2 x 0, so chance is ~33 % and "always +1" is 41.7 %.
+#: ``generate``: temperature 0.7, 48 new tokens; 55 of 60 answers had no parseable verdict.
+#: ``logprob``: per-case P(+1) is highest for the user-reply +1 cases (0.43-0.49) and the
+#: clear correction is the only case with P(-1) > 0.5; tool results are near uniform.
+#: Contextual calibration (dividing by the verdict distribution of an "N/A" prompt) and a
+#: five-example few-shot prompt were also tried: 33 % and 41.7 %, so neither is used.
+MEASURED_SMOLLM2: dict[str, dict] = {
+    "logprob:argmax": {"accuracy": 5 / 12, "invalid_rate": 0.0},
+    "logprob:sample": {"accuracy": 3 / 12, "invalid_rate": 0.0},
+    "generate": {"accuracy": 2 / 12, "invalid_rate": 55 / 60},
+}
 
 
 async def evaluate(backend, cases=CASES, n: int = 5, threshold: float = 0.5) -> dict:
@@ -124,7 +135,7 @@ def main(argv=None) -> None:
     for spec in args.modes.split(","):
         mode, _, vote = spec.partition(":")
         kw = dict(model=shared.model, tokenizer=shared.tokenizer) if shared else {}
-        backend = LocalJudgeBackend(args.model_path, mode=mode, vote=vote or "sample",
+        backend = LocalJudgeBackend(args.model_path, mode=mode, vote=vote or "argmax",
                                     seed=args.seed, **kw)
         shared = backend
         out = asyncio.run(evaluate(backend, n=args.n))

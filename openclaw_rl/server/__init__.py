@@ -20,6 +20,9 @@ def build_server(config: "ServerConfig"):
     from openclaw_rl.server.app import create_app
     from openclaw_rl.server.chat import ChatService
 
+    if config.torch_threads > 0:
+        import torch
+        torch.set_num_threads(config.torch_threads)
     rules = TurnRules.from_file(config.side_turn_rules) if config.side_turn_rules else TurnRules()
     engine = create_engine(config.backend, config.model_path, device=config.device,
                            max_context=config.max_context)

@@ -16,6 +16,7 @@ from typing import AsyncIterator, Mapping
 from openclaw_rl.capture.recorder import Recorder
 from openclaw_rl.capture.store import TurnRecord
 from openclaw_rl.engine import Engine, GenerationOutput, PromptTooLongError, SamplingParams
+from openclaw_rl.server.detokenize import IncrementalDecoder
 from openclaw_rl.server.errors import APIError
 from openclaw_rl.server.protocol import ChatCompletionRequest
 from openclaw_rl.tool_parser import OutputParser, ParsedToolCall
@@ -134,15 +135,16 @@ class ChatService:
         hold = max((len(s) for s in stops), default=1) - 1
         out = GenerationOutput(prompt_ids=prompt_ids)
         raw, fed, lp_from, stopped = "", 0, 0, False
-        content_ids: list[int] = []
+        decoder = IncrementalDecoder(self.tokenizer)
         stream = self.engine.generate_stream(prompt_ids, params, out)
         try:
             async for ev in stream:
-                if ev.token_id not in self._stop_ids:
-                    content_ids.append(ev.token_id)
-                raw = self.tokenizer.decode(content_ids, skip_special_tokens=False)
-                if raw.endswith("\ufffd"):
+                if ev.token_id in self._stop_ids:
+                    continue
+                text = decoder.push(ev.token_id)
+                if text is None:
                     continue  # an incomplete multi-byte character: wait for the next token
+                raw = text
                 cut = len(raw) - hold
                 for s in stops:
                     i = raw.find(s, max(0, fed - len(s)))
@@ -163,7 +165,9 @@ class ChatService:
             await stream.aclose()
         if stopped:
             out.finish_reason = "stop"
-        elif fed < len(raw):
+        else:
+            raw = decoder.flush()
+        if not stopped and fed < len(raw):
             for ev_out in self._to_events(parser.feed(raw[fed:])):
                 yield ev_out
         tail = list(self._to_events(parser.finish()))
@@ -173,7 +177,7 @@ class ChatService:
         usage = {"prompt_tokens": len(prompt_ids), "completion_tokens": len(out.token_ids),
                  "total_tokens": len(prompt_ids) + len(out.token_ids)}
         if self.recorder is not None:
-            await self._capture(attr, cont, messages, tools, prompt_text, out, raw, parser)
+            await self._capture(attr, cont, messages, tools, prompt_text, out, raw, parser, params)
         final = ChatEvent("finish", finish_reason=finish, usage=usage)
         if want_lp and lp_from < len(out.token_ids):
             final.logprobs = self._logprob_entries(out, lp_from, len(out.token_ids), bool(req.top_logprobs))
@@ -188,7 +192,7 @@ class ChatService:
                 yield ChatEvent(d.kind, text=d.text)
 
     async def _capture(self, attr, cont, messages, tools, prompt_text, out: GenerationOutput,
-                       raw_text: str, parser: OutputParser) -> None:
+                       raw_text: str, parser: OutputParser, params: SamplingParams) -> None:
         calls = [c.to_openai() for c in parser.tool_calls]
         reply = {"role": "assistant", "content": parser.content, "tool_calls": calls}
         rec = TurnRecord(session_id=attr.session_id, turn_type=attr.turn_type, messages=messages,
@@ -196,7 +200,8 @@ class ChatService:
                          response_ids=list(out.token_ids), response_logprobs=list(out.logprobs),
                          response_text=raw_text, finish_reason=out.finish_reason,
                          weight_version=out.weight_version, tool_calls=calls or None,
-                         reasoning_content=parser.reasoning or None, model=self.model_name)
+                         reasoning_content=parser.reasoning or None, model=self.model_name,
+                         temperature=params.temperature, top_p=params.top_p)
         t0 = time.perf_counter()
         await self.recorder.record(attr, cont, rec, reply)
         log.debug("turn %s committed in %.1f ms", rec.turn_uid, 1000 * (time.perf_counter() - t0))

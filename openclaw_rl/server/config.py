@@ -32,6 +32,7 @@ class ServerConfig:
     max_context: int | None = None
     default_max_tokens: int = 512
     default_temperature: float = 1.0
+    torch_threads: int = 0
     log_level: str = "info"
 
     @property
@@ -65,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="completion budget when a request sets no max_tokens")
     p.add_argument("--default-temperature", type=float, default=1.0,
                    help="temperature when a request sets none (0 = greedy)")
+    p.add_argument("--torch-threads", type=int, default=0,
+                   help="torch CPU threads (0: torch's default, one per core). Use 1 when the CPU is "
+                        "shared with a trainer: oversubscribed threads slow decoding several times")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p
 

@@ -53,7 +53,7 @@ class ServerHandle:
 
 
 def start_server(model_path: str, buffer_dir: Path, *extra: str, api_key: str | None = "sk-test",
-                 timeout: float = 180.0, log_dir: Path | None = None) -> ServerHandle:
+                 timeout: float = 180.0, log_dir: Path | None = None, port: int | None = None) -> ServerHandle:
     """Launch ``python -m openclaw_rl.server`` with capture on and wait until ``/healthz`` answers.
 
     Args:
@@ -63,19 +63,22 @@ def start_server(model_path: str, buffer_dir: Path, *extra: str, api_key: str | 
         api_key: ``--api-key`` (None: no key).
         timeout: seconds to wait for start-up.
         log_dir: where ``server-<port>.log`` goes (default: next to ``buffer_dir``).
+        port: the port (default: a free one).
 
     Raises:
         RuntimeError: the server exited or did not answer in time (the message holds its log).
     """
-    port = free_port()
+    port = port or free_port()
     log_path = (log_dir or buffer_dir.parent) / f"server-{port}.log"
     cmd = [sys.executable, "-m", "openclaw_rl.server", "--model-path", str(model_path),
            "--host", "127.0.0.1", "--port", str(port), "--backend", "transformers",
            "--enable-rl-intercept", "--rl-buffer-dir", str(buffer_dir), "--log-level", "warning", *extra]
     if api_key:
         cmd += ["--api-key", api_key]
+    log_path.parent.mkdir(parents=True, exist_ok=True)
     fh = open(log_path, "w")
-    proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=REPO)
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}  # Ray workers set it to 1
+    proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=REPO, env=env)
     handle = ServerHandle(proc, port, buffer_dir, api_key, log_path)
     deadline = time.time() + timeout
     while time.time() < deadline:

@@ -6,11 +6,12 @@ conversations rendered by its own chat template, where
 
 * a last user message containing ``USE_TOOL`` is answered with a ``read`` tool call on
   ``hello.txt``;
-* a tool result is answered with ``Done: <result>``... kept simple: ``Done.``;
+* a tool result is answered with ``Done.``;
 * anything else is answered with ``Hello!``.
 
 The contexts vary (short system prompts, the long OpenClaw system prompt and tools from the
-captured fixture, filler text), so the behaviour keys on ``USE_TOOL`` and on the tool turn.
+captured fixture with varied dates, time stamps), so the behaviour keys on ``USE_TOOL`` and on
+the tool turn.
 Built once per cache (``$OPENCLAW_RL_CACHE/models/tiny-qwen3-tools``), under a file lock.
 """
 
@@ -27,14 +28,12 @@ AFTER_TOOL_REPLY = "Done."
 SHORT_TOOLS = [{"type": "function", "function": {
     "name": "read", "description": "Read a file",
     "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}]
-WORDS = "please could you the file now quickly thanks read open show me what is in it today".split()
-
-
-def _filler(rng: random.Random) -> str:
-    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 8)))
+TOOL_ASKS = ("USE_TOOL please read hello.txt", "USE_TOOL please read the file", "USE_TOOL read hello.txt")
+PLAIN_ASKS = ("hi there", "hi", "Hello there", "what time is it", "tell me a joke", "please help me")
 
 
 def _conversations(rng: random.Random, n: int) -> list[tuple[list[dict], list[dict], str]]:
+    """``n`` (messages, tools, reply) training conversations; every 6th uses OpenClaw's prompt."""
     fixture = [json.loads(line)["body"] for line in FIXTURE.read_text().splitlines()]
     oc_system, oc_tools, oc_ctx = fixture[0]["messages"][0], fixture[0]["tools"], fixture[0]["messages"][-1]
     oc_ctx = {"role": "user", "content": "".join(p["text"] for p in oc_ctx["content"])}
@@ -42,30 +41,30 @@ def _conversations(rng: random.Random, n: int) -> list[tuple[list[dict], list[di
     oc_runtime = oc_user[oc_user.index("\n\nRuntime:"):]
     out = []
     for i in range(n):
-        long = i % 4 == 0
-        system = oc_system if long else {"role": "system", "content": f"You are helpful. {_filler(rng)}"}
+        long = i % 6 == 0
+        system = dict(oc_system) if long else {"role": "system", "content": rng.choice(
+            ("You are helpful.", "You are a helpful assistant.", "Be brief."))}
+        if long:  # OpenClaw's prompt embeds the date and the workspace: vary them
+            system["content"] = system["content"].replace("2026-11-30", f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}")
         tools = oc_tools if long else SHORT_TOOLS
         use_tool = rng.random() < 0.5
-        user = {"role": "user", "content": (f"[Mon 2026-11-30 0{rng.randint(0, 9)}:00 UTC] "
-                                            + ("USE_TOOL " if use_tool else "") + _filler(rng)
-                                            + (oc_runtime if long or rng.random() < 0.3 else ""))}
-        msgs = [system, user] + ([oc_ctx] if long else [])
-        kind = rng.random()
-        if kind < 0.34:
-            out.append((msgs, tools, TOOL_REPLY if use_tool else PLAIN_REPLY))
+        ask = rng.choice(TOOL_ASKS if use_tool else PLAIN_ASKS)
+        stamp = f"[Mon 2026-11-30 {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d} UTC] " if long or rng.random() < 0.5 else ""
+        user = {"role": "user", "content": stamp + ask + (oc_runtime if long else "")}
+        tail = [oc_ctx] if long else []
+        if rng.random() < 0.5:
+            out.append(([system, user] + tail, tools, TOOL_REPLY if use_tool else PLAIN_REPLY))
         else:
             call = {"role": "assistant", "content": None, "tool_calls": [{
                 "id": f"call{rng.randint(0, 10**6)}", "type": "function",
                 "function": {"name": "read", "arguments": '{"path":"hello.txt"}'}}]}
             result = {"role": "tool", "tool_call_id": call["tool_calls"][0]["id"],
                       "content": f"secret-value-{rng.randint(0, 99)}\n"}
-            msgs = [system, dict(user, content=user["content"].replace("USE_TOOL ", "") if not use_tool
-                                 else user["content"]), call, result] + ([oc_ctx] if long else [])
-            out.append((msgs, tools, AFTER_TOOL_REPLY))
+            out.append(([system, user, call, result] + tail, tools, AFTER_TOOL_REPLY))
     return out
 
 
-def build_tool_model(target: Path, steps: int = 640, seed: int = 0) -> Path:
+def build_tool_model(target: Path, steps: int = 600, seed: int = 0) -> Path:
     """Fine-tune ``builtin:tiny-qwen3`` into ``target`` (a Hugging Face folder) and return it."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -78,21 +77,24 @@ def build_tool_model(target: Path, steps: int = 640, seed: int = 0) -> Path:
     rng = random.Random(seed)
     torch.manual_seed(seed)
     data = []
-    for msgs, tools, reply in _conversations(rng, 64):
+    for msgs, tools, reply in _conversations(rng, 48):
         prompt = tok.apply_chat_template(msgs, tools=tools, add_generation_prompt=True, tokenize=False)
         p_ids = tok(prompt, add_special_tokens=False)["input_ids"]
         r_ids = tok(reply, add_special_tokens=False)["input_ids"] + [tok.convert_tokens_to_ids("<|im_end|>")]
         data.append((torch.tensor([p_ids + r_ids]), len(p_ids)))
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (steps - s) / (0.3 * steps)))
     model.train()
     for step in range(steps):
         ids, p_len = data[step % len(data)]
         hidden = model.model(input_ids=ids).last_hidden_state[:, p_len - 1:-1]
         logits = model.lm_head(hidden)
-        loss = torch.nn.functional.cross_entropy(logits[0], ids[0, p_len:])
+        token_loss = torch.nn.functional.cross_entropy(logits[0], ids[0, p_len:], reduction="none")
+        loss = token_loss.mean() + 4.0 * token_loss[0]  # the first token carries the decision
         opt.zero_grad()
         loss.backward()
         opt.step()
+        sched.step()
     model.eval()
     target.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(target)

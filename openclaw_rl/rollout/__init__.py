@@ -1,0 +1,1 @@
+"""The OpenClaw rollout side: judged turns from the store become training samples."""

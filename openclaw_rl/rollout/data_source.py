@@ -1,0 +1,102 @@
+"""The trainer's view of the trajectory store: judged turns in, samples out.
+
+:class:`StoreDataSource` is the ``data_source`` handed to the rollout function (slime's
+``generate_rollout(args, rollout_id, data_source, evaluation=False)``). It waits until enough
+trainable judged turns exist, claims them (``judged -> claimed``), drops samples staler than
+``--max-staleness`` weight versions (counted, never trained), and marks trained turns after the
+step. The backlog waits on disk in SQLite, not in memory.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+
+from openclaw_rl.capture.store import JUDGED, READY, TrajectoryStore
+from openclaw_rl.rollout.samples import UntokenizedTurnError, turn_to_sample
+from slime.sample import Sample
+
+log = logging.getLogger(__name__)
+
+
+class RolloutTimeout(TimeoutError):
+    """Not enough judged turns arrived in time."""
+
+
+class StoreDataSource:
+    """Draws training samples from a :class:`TrajectoryStore`.
+
+    Args:
+        store: the store.
+        max_staleness: drop samples whose ``weight_version`` is more than this many versions
+            behind the trainer (None: keep all).
+        poll_s: polling period while waiting.
+    """
+
+    def __init__(self, store: TrajectoryStore, max_staleness: int | None = None, poll_s: float = 0.2):
+        self.store, self.max_staleness, self.poll_s = store, max_staleness, poll_s
+        self.current_version = 0
+        self.stats: Counter = Counter()
+
+    def backlog(self) -> dict[str, int]:
+        """Turns waiting per stage: ``unjudged`` (ready) and ``judged`` (trainable, unclaimed)."""
+        c = self.store.counts()
+        return {"unjudged": c.get(READY, 0), "judged": c.get(JUDGED, 0)}
+
+    def take(self, n: int, timeout_s: float | None = None, progress=None) -> list[Sample]:
+        """Claim ``n`` trainable samples, waiting for the judges if needed.
+
+        Args:
+            n: number of samples.
+            timeout_s: give up after this long (None: wait forever).
+            progress: optional callable ``(have, n)`` for a progress bar.
+
+        Returns:
+            Samples with ``reward`` set and ``metadata["store_id"]``; stale ones are dropped and
+            replaced.
+
+        Raises:
+            RolloutTimeout: fewer than ``n`` arrived within ``timeout_s`` (claimed ones are
+                returned to the queue first).
+        """
+        deadline = None if timeout_s is None else time.time() + timeout_s
+        out: list[Sample] = []
+        while len(out) < n:
+            for turn in self.store.claim_judged(n - len(out)):
+                judgement = self.store.judgement(turn.id) or {}
+                try:
+                    sample = turn_to_sample(turn, judgement.get("reward"), True)
+                except UntokenizedTurnError as exc:
+                    log.warning("dropping %s", exc)
+                    self._drop(turn.id, "untokenized")
+                    continue
+                staleness = self.current_version - sample.weight_version
+                if self.max_staleness is not None and staleness > self.max_staleness:
+                    self._drop(turn.id, "stale")
+                    continue
+                sample.metadata["staleness"] = staleness
+                sample.metadata["judgement"] = judgement.get("details")
+                out.append(sample)
+            if progress:
+                progress(len(out), n)
+            if len(out) < n:
+                if deadline is not None and time.time() > deadline:
+                    self.release(out)
+                    raise RolloutTimeout(f"only {len(out)} of {n} judged samples after {timeout_s:.0f}s "
+                                         f"(backlog {self.backlog()})")
+                time.sleep(self.poll_s)
+        return out
+
+    def _drop(self, turn_id: int, reason: str) -> None:
+        self.stats[f"dropped_{reason}"] += 1
+        self.store.save_judgement(turn_id, f"dropped:{reason}", None, False, {"dropped": reason})
+
+    def release(self, samples: list[Sample]) -> None:
+        """Give claimed samples back (e.g. the step failed)."""
+        self.store.recover_claims([s.metadata["store_id"] for s in samples])
+
+    def mark_trained(self, samples: list[Sample], step: int) -> None:
+        """The samples were used in train step ``step``."""
+        self.store.mark_trained([s.metadata["store_id"] for s in samples], step)
+        self.stats["trained"] += len(samples)

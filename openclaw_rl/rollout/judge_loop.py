@@ -1,0 +1,105 @@
+"""The judging loop: runs behind serving, turning ready turns into durable judgements.
+
+A background thread with its own event loop claims ``ready`` main turns from the store
+(``ready -> judging``), scores up to ``num_workers`` of them concurrently with a
+:class:`TurnJudge`, and saves each judgement (``judged`` when trainable, ``skipped`` otherwise).
+Serving never waits for it: the server only writes turns, the judge only reads and updates them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import traceback
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from openclaw_rl.capture.store import TrajectoryStore, TurnRecord
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class JudgeResult:
+    """A turn's judgement: ``reward`` (None when there is none), whether it is ``trainable``, and
+    ``details`` stored as JSON (PRM: ``verdict`` in {+1, -1, 0}, ``votes``, ``invalid`` votes)."""
+
+    reward: float | None
+    trainable: bool
+    details: dict = field(default_factory=dict)
+
+
+class TurnJudge(Protocol):
+    """Anything that scores one turn: ``await judge(turn) -> JudgeResult``. ``method`` names it."""
+
+    method: str
+
+    async def judge(self, turn: TurnRecord) -> JudgeResult: ...
+
+
+class JudgeLoop:
+    """Background judging of a store's ready turns.
+
+    Args:
+        store: the trajectory store.
+        judge: the :class:`TurnJudge`.
+        num_workers: concurrent judgements (``--num-judge-workers``).
+        poll_s: sleep between polls when nothing is ready.
+    """
+
+    def __init__(self, store: TrajectoryStore, judge: TurnJudge, num_workers: int = 2, poll_s: float = 0.2):
+        self.store, self.judge, self.num_workers, self.poll_s = store, judge, max(1, num_workers), poll_s
+        self.stats: Counter = Counter()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "JudgeLoop":
+        """Start the background thread (idempotent)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), name="judge-loop", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 30) -> None:
+        """Stop after the judgements in flight; unfinished claims are recovered on next start."""
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout)
+
+    async def judge_once(self, limit: int | None = None) -> int:
+        """Claim and judge one batch now; returns how many turns were judged."""
+        turns = await asyncio.to_thread(self.store.claim_for_judging, limit or self.num_workers * 2)
+        sem = asyncio.Semaphore(self.num_workers)
+
+        async def one(turn: TurnRecord) -> None:
+            async with sem:
+                try:
+                    res = await self.judge.judge(turn)
+                except Exception as exc:  # a failing judgement is recorded, never fatal
+                    log.error("judge failed on %s: %s", turn.turn_uid, exc)
+                    res = JudgeResult(None, False, {"error": f"{type(exc).__name__}: {exc}",
+                                                    "traceback": traceback.format_exc(limit=5)})
+                    self.stats["failed"] += 1
+                await asyncio.to_thread(self.store.save_judgement, turn.id, self.judge.method,
+                                        res.reward, res.trainable, res.details)
+                self.stats["judged"] += 1
+                self.stats["trainable" if res.trainable else "not_trainable"] += 1
+                verdict = res.details.get("verdict")
+                if verdict is not None:
+                    self.stats[{1: "verdict_pos", -1: "verdict_neg"}.get(int(verdict), "verdict_zero")] += 1
+                self.stats["invalid_votes"] += int(res.details.get("invalid", 0) or 0)
+
+        await asyncio.gather(*(one(t) for t in turns))
+        return len(turns)
+
+    async def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                n = await self.judge_once()
+            except Exception:
+                log.exception("judge loop iteration failed")
+                n = 0
+            if n == 0:
+                await asyncio.sleep(self.poll_s)

@@ -1,0 +1,135 @@
+"""The serving / collection / judging side of an OpenClaw training job.
+
+:class:`OpenClawRolloutService` is what slime's rollout manager owns: it starts the intercept
+server (or uses ``--server-url``), opens the trajectory store, imports ``--data-path`` for
+offline training, runs the judge loop behind serving, exposes the store as the rollout function's
+data source, and publishes new weights to the server (``POST /admin/update_weights_from_disk``;
+serving keeps answering while the engine swaps them in).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import httpx
+
+from openclaw_rl.capture.export import import_sessions
+from openclaw_rl.capture.store import TrajectoryStore
+from openclaw_rl.rollout.data_source import StoreDataSource
+from openclaw_rl.rollout.judge_loop import JudgeLoop, JudgeResult
+
+log = logging.getLogger(__name__)
+
+
+class PRMTurnJudge:
+    """Binary RL's judge: PRM majority vote -> reward +1 / -1; verdict 0 or no next state -> not
+    trainable (counted, mask 0)."""
+
+    method = "prm"
+
+    def __init__(self, prm):
+        self.prm = prm
+
+    async def judge(self, turn) -> JudgeResult:
+        """Score one turn with the PRM (see :mod:`openclaw_rl.judges.prm`)."""
+        if not turn.next_state:
+            return JudgeResult(None, False, {"verdict": 0, "reason": "no_next_state"})
+        j = await self.prm.judge_turn(turn)
+        details = {"verdict": j.verdict, "votes": list(j.votes), "invalid": j.n_invalid,
+                   "counts": {str(k): v for k, v in j.counts.items()}}
+        if getattr(j, "probs", None):
+            details["probs"] = {str(k): v for k, v in j.probs.items()}
+        return JudgeResult(float(j.verdict) if j.verdict else None, j.verdict != 0, details)
+
+
+def build_turn_judge(cfg):
+    """The judge for a run: ``--custom-rm-path`` if given, else the PRM (local or ``--prm-url``)."""
+    if cfg.custom_rm_path:
+        from openclaw_rl.rollout.custom_rm import CustomRewardJudge
+        return CustomRewardJudge(cfg.custom_rm_path, cfg)
+    from openclaw_rl.judges.backends import build_backend
+    from openclaw_rl.judges.prm import PRMJudge
+
+    x = cfg.extra
+    backend = build_backend(prm_url=x.get("prm_url"), prm_model=x.get("prm_model_name"),
+                            api_key=x.get("prm_api_key"),
+                            model_path=x.get("prm_model_path") or cfg.model_path, mode=x.get("prm_mode", "logprob"))
+    return PRMTurnJudge(PRMJudge(backend, majority_vote_n=x.get("majority_vote_n", 1),
+                                 threshold=x.get("majority_vote_threshold", 0.5),
+                                 num_workers=x.get("num_judge_workers", 2)))
+
+
+class OpenClawRolloutService:
+    """Server + store + judges for one run.
+
+    Args:
+        cfg: the run's :class:`slime.arguments.SlimeConfig` (openclaw flags in ``cfg.extra``).
+        last_saved_step: the step of the checkpoint the trainer resumed from (None: fresh run);
+            turns trained after it are trained again (see ``TrajectoryStore.recover``).
+        judge: override the judge (tests); default :func:`build_turn_judge`.
+    """
+
+    def __init__(self, cfg, last_saved_step: int | None = None, judge=None):
+        x = cfg.extra
+        self.cfg = cfg
+        default_dir = Path(cfg.save) / "rl_buffer" if cfg.save else Path("rl_buffer")
+        self.buffer_dir = Path(x.get("rl_buffer_dir") or default_dir)
+        self.store = TrajectoryStore(self.buffer_dir)
+        recovered = self.store.recover(last_saved_step)
+        log.info("store %s recovered: %s", self.store.path, recovered)
+        self.server = None
+        self.api_key = x.get("api_key")
+        if x.get("data_path"):
+            if not self.store.session_ids():
+                sessions, turns = import_sessions(self.store, x["data_path"])
+                log.info("imported %d sessions / %d turns from %s", sessions, turns, x["data_path"])
+            self.server_url = x.get("server_url")
+        elif x.get("server_url"):
+            self.server_url = x["server_url"].rstrip("/")
+        else:
+            from openclaw_rl.server.launcher import start_server
+            log_dir = Path(x.get("log_dir") or "logs")
+            log_dir.mkdir(parents=True, exist_ok=True)
+            self.server = start_server(
+                cfg.model_path, self.buffer_dir, "--served-model-name", x.get("served_model_name", "policy"),
+                "--default-temperature", str(cfg.rollout_temperature),
+                "--default-max-tokens", str(cfg.rollout_max_response_len),
+                "--session-idle-timeout", str(x.get("session_idle_timeout", 600.0)),
+                "--torch-threads", str(x.get("server_torch_threads", 1)),
+                api_key=self.api_key, log_dir=log_dir, port=x.get("port"))
+            self.server_url = self.server.base_url.rsplit("/v1", 1)[0]
+        self.data_source = StoreDataSource(self.store, max_staleness=cfg.max_staleness)
+        self.judge_loop = JudgeLoop(self.store, judge or build_turn_judge(cfg),
+                                    num_workers=x.get("num_judge_workers", 2)).start()
+
+    def publish_weights(self, path: str, version: int) -> int:
+        """Send new weights to the serving engine; returns the version it now serves.
+
+        Raises:
+            RuntimeError: the server refused the update (its error message included).
+        """
+        self.data_source.current_version = version
+        if not self.server_url:
+            return version  # offline training: nothing serves
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        r = httpx.post(f"{self.server_url}/admin/update_weights_from_disk", headers=headers,
+                       json={"model_path": str(path), "weight_version": int(version)}, timeout=600)
+        if r.status_code != 200:
+            raise RuntimeError(f"weight update to version {version} failed: {r.status_code} {r.text}")
+        return r.json()["weight_version"]
+
+    def metrics(self) -> dict:
+        """Judge counters, data-source counters and the backlog."""
+        out = {f"judge/{k}": v for k, v in self.judge_loop.stats.items()}
+        out.update({f"data/{k}": v for k, v in self.data_source.stats.items()})
+        out.update({f"backlog/{k}": v for k, v in self.data_source.backlog().items()})
+        return out
+
+    def close(self) -> None:
+        """Stop judges and the server this service started."""
+        self.judge_loop.stop()
+        if self.server is not None:
+            from openclaw_rl.server.launcher import stop_server
+            stop_server(self.server)
+        self.store.close()

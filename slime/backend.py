@@ -1,0 +1,491 @@
+"""Training backend: one policy (full weights or a LoRA adapter), one optimizer, one step per call.
+
+:class:`TrainingBackend` is plain Python (no Ray inside); the train actor wraps it. It owns
+
+* the policy, loaded with transformers from ``cfg.model_path`` (``builtin:`` names accepted) in
+  float32 on CPU by default, optionally wrapped in a peft LoRA adapter (``--use-lora``);
+* a frozen reference policy, only with ``--use-kl-loss``: for LoRA the base model with the
+  adapter disabled (no copy), otherwise a deep copy of the initial weights;
+* AdamW over the trainable parameters (``--lr --weight-decay --adam-beta1 --adam-beta2``) with
+  global grad-norm clipping (``--clip-grad``, 0 disables clipping; the norm is still reported).
+
+:meth:`TrainingBackend.train_step` takes one global batch of :class:`~slime.sample.Sample` (each
+carrying per-token ``advantages``) and makes exactly one optimizer step:
+
+1. samples with no loss token (all-zero ``loss_mask``, empty response) or ``status == failed``
+   are dropped; if nothing is left the step is skipped (``skipped = 1``, weights untouched);
+2. the rest is split into micro-batches of ``--micro-batch-size``;
+3. a no-grad pass (eval mode, current weights, before any update) computes the *old* log-probs,
+   the entropy metric and, with the KL loss, the reference log-probs;
+4. a grad pass (train mode) computes the new log-probs with
+   :func:`slime.logprobs.compute_token_logprobs` (chunked LM head), calls the loss function
+   (:func:`slime.losses.policy_loss` or a plugin with the same signature) with
+   ``global_num_tokens`` = loss tokens of the WHOLE global batch and back-propagates each
+   micro-batch; the summed gradient does not depend on the micro-batch split;
+5. grads are clipped and ``optimizer.step()`` runs once; ``weight_version`` is incremented.
+
+A loss plugin that raises, returns a non-finite loss or a loss without a graph raises
+:class:`LossPluginError` before the optimizer steps (weights and optimizer state unchanged).
+
+Checkpoints (:meth:`save` / :meth:`load`) go through :mod:`slime.checkpoint`;
+:meth:`export_weights` writes what the serving engine's ``load_weights(path)`` accepts: a full
+Hugging Face model folder, or for LoRA the peft adapter folder only.
+
+Follows the actor training loop of slime (THUDM/slime, ``slime/backends``: recompute old
+log-probs, token-level loss over the global batch, one step per global batch).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import os
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from slime.arguments import SlimeConfig
+from slime.batch import SampleBatch, collate_samples, split_micro_batches
+from slime.checkpoint import TrainerState, load_checkpoint, save_checkpoint
+from slime.logprobs import compute_token_logprobs
+from slime.losses import LossInputs, LossOutputs, PolicyLossConfig, policy_loss, reduce_metrics
+from slime.sample import Sample, SampleStatus
+
+__all__ = [
+    "DEFAULT_LORA_TARGET_MODULES",
+    "LossFn",
+    "LossPluginError",
+    "TrainingBackend",
+]
+
+log = logging.getLogger(__name__)
+
+#: attention projections of Llama / Qwen / Mistral style decoders (SmolLM2 and Qwen3 included).
+DEFAULT_LORA_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj")
+
+#: A loss function with :func:`slime.losses.policy_loss`'s signature.
+LossFn = Callable[[LossInputs, PolicyLossConfig], LossOutputs]
+
+#: metric keys every :meth:`TrainingBackend.train_step` result holds (skipped steps included).
+_BASE_METRICS = (
+    "loss", "pg_loss", "pg_clipfrac", "approx_kl", "kl_loss", "entropy", "grad_norm",
+    "n_samples", "n_trained_samples", "n_tokens", "n_seq_tokens", "train_rollout_logprob_abs_diff",
+    "train_rollout_logprob_abs_diff_max", "staleness_mean", "staleness_min", "staleness_max",
+    "tokens_per_s", "step_time_s", "skipped", "weight_version",
+)
+
+
+class LossPluginError(RuntimeError):
+    """The loss function raised, or returned a non-finite loss or one without a gradient graph.
+
+    Raised by :meth:`TrainingBackend.train_step` before ``optimizer.step()``: the weights and the
+    optimizer state are unchanged and the gradients are cleared. ``function`` names the loss.
+    """
+
+    def __init__(self, function: str, message: str):
+        super().__init__(f"loss function {function}: {message}; optimizer step skipped, weights unchanged")
+        self.function = function
+
+
+def _callable_name(fn: Callable[..., Any]) -> str:
+    module = getattr(fn, "__module__", None) or "?"
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    return f"{module}.{name}"
+
+
+@dataclass
+class _MicroBatch:
+    """One micro-batch: collated tensors plus what the no-grad pass computed."""
+
+    samples: list[Sample]
+    batch: SampleBatch
+    old_logprobs_B_L: torch.Tensor | None = None
+    ref_logprobs_B_L: torch.Tensor | None = None
+    entropy_B_L: torch.Tensor | None = None
+
+
+class TrainingBackend:
+    """Policy + optimizer + one-optimizer-step-per-global-batch training (see module docstring).
+
+    Args:
+        cfg: the trainer config. Used: ``model_path``, ``seed``, ``use_lora``/``lora_*``,
+            ``lr``, ``weight_decay``, ``adam_beta1``/``adam_beta2``, ``clip_grad``,
+            ``offload_optimizer_state``, ``micro_batch_size``, the loss fields
+            (:meth:`PolicyLossConfig.from_config`), ``rollout_temperature`` (default log-prob
+            temperature) and ``loss_type`` (``custom_loss`` requires ``loss_fn``).
+        tokenizer: saved with checkpoints and full-model exports; loaded from ``cfg.model_path``
+            when ``None`` and a path is given (``None`` if that folder has no tokenizer).
+        model: an already-built causal LM to train instead of loading ``cfg.model_path``
+            (tests pass tiny float64 models); it is moved to ``device`` and trained in place.
+        device: torch device (default ``"cpu"``).
+        dtype: dtype of the loaded model (default float32); ignored when ``model`` is given.
+        loss_fn: loss with :func:`slime.losses.policy_loss`'s signature; default ``policy_loss``.
+            This is the hook ``--custom-loss-function-path`` plugs into (load the function, pass it).
+        temperature: temperature the log-probs are computed at, to match the engine's sampling
+            log-probs (default ``cfg.rollout_temperature``). Top-p renormalisation in the engine
+            is not reproduced, so sample at ``top_p = 1`` for exact agreement.
+        logprob_chunk_size: LM-head chunk of :func:`compute_token_logprobs`.
+        recompute_old_logprobs: ``True`` (default): old log-probs come from a separate no-grad
+            eval-mode pass before the update (slime's recompute). ``False``: the grad pass's own
+            log-probs, detached, serve as old log-probs (ratio exactly 1). Both are the same
+            weights because there is exactly one optimizer step per global batch; ``False`` saves
+            one forward pass but counts dropout noise (if any) into the ratio.
+        entropy_metric: compute the ``entropy`` metric even when ``entropy_coef == 0`` (costs one
+            softmax over the vocabulary per loss token in the no-grad pass).
+        gradient_checkpointing: enable transformers' activation checkpointing of decoder layers.
+
+    Attributes:
+        model: the trained module (a peft ``PeftModel`` with LoRA).
+        optimizer: AdamW over ``trainable_parameters``.
+        weight_version: version of the current weights; 0 at start, +1 per real step.
+        step: optimizer steps taken (restored by :meth:`load`).
+
+    ``--offload-optimizer-state``: on an accelerator the AdamW moments are moved to CPU after each
+    step and back just before the next one; on a CPU device it is a no-op (the state already
+    lives in host memory).
+
+    Raises:
+        ValueError: no ``model`` and no ``cfg.model_path``; ``loss_type == "custom_loss"``
+            without ``loss_fn``; a LoRA config that matches no module.
+    """
+
+    def __init__(
+        self,
+        cfg: SlimeConfig,
+        tokenizer: Any = None,
+        *,
+        model: torch.nn.Module | None = None,
+        device: str | torch.device = "cpu",
+        dtype: torch.dtype = torch.float32,
+        loss_fn: LossFn | None = None,
+        temperature: float | None = None,
+        logprob_chunk_size: int = 1024,
+        recompute_old_logprobs: bool = True,
+        entropy_metric: bool = True,
+        gradient_checkpointing: bool = False,
+    ) -> None:
+        self.cfg = cfg
+        self.device = torch.device(device)
+        if cfg.loss_type == "custom_loss" and loss_fn is None:
+            raise ValueError("--loss-type custom_loss needs loss_fn= (the function loaded from "
+                             "--custom-loss-function-path)")
+        self.loss_fn: LossFn = loss_fn if loss_fn is not None else policy_loss
+        self.loss_fn_name = _callable_name(self.loss_fn)
+        self.loss_config = PolicyLossConfig.from_config(cfg)
+        self.temperature = float(cfg.rollout_temperature if temperature is None else temperature)
+        self.logprob_chunk_size = int(logprob_chunk_size)
+        self.recompute_old_logprobs = bool(recompute_old_logprobs)
+        self.entropy_metric = bool(entropy_metric)
+        self.weight_version = 0
+        self.step = 0
+
+        torch.manual_seed(cfg.seed)  # LoRA init and anything random below are reproducible
+        if model is None:
+            if not cfg.model_path:
+                raise ValueError("TrainingBackend needs cfg.model_path (--model-path) or model=")
+            from openclaw_rl.models import load_model
+
+            model = load_model(cfg.model_path, dtype=dtype)
+            if tokenizer is None:
+                tokenizer = self._try_load_tokenizer(cfg.model_path)
+        self.tokenizer = tokenizer
+        model = model.to(self.device)
+        if gradient_checkpointing:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            model.config.use_cache = False
+
+        self.is_lora = bool(cfg.use_lora)
+        self.ref_model: torch.nn.Module | None = None
+        if self.is_lora:
+            from peft import LoraConfig, get_peft_model
+
+            targets = list(cfg.lora_target_modules or DEFAULT_LORA_TARGET_MODULES)
+            lora_config = LoraConfig(r=int(cfg.lora_rank or 16),
+                                     lora_alpha=float(cfg.lora_alpha or 2 * (cfg.lora_rank or 16)),
+                                     lora_dropout=float(cfg.lora_dropout or 0.0),
+                                     target_modules=targets, task_type="CAUSAL_LM")
+            model = get_peft_model(model, lora_config)
+        elif cfg.use_kl_loss:
+            self.ref_model = copy.deepcopy(model).eval()
+            self.ref_model.requires_grad_(False)
+        self.model = model.eval()
+        self.trainable_parameters = [p for p in self.model.parameters() if p.requires_grad]
+        if not self.trainable_parameters:
+            raise ValueError("the model has no trainable parameters")
+        self.optimizer = torch.optim.AdamW(
+            self.trainable_parameters, lr=cfg.lr, betas=(cfg.adam_beta1, cfg.adam_beta2),
+            weight_decay=cfg.weight_decay,
+        )
+        self.param_dtype = self.trainable_parameters[0].dtype
+        self.float_dtype = torch.float64 if self.param_dtype == torch.float64 else torch.float32
+        self.pad_token_id = 0  # padding is masked out; 0 is a valid id for every vocabulary
+
+    # ------------------------------------------------------------------ helpers
+    @staticmethod
+    def _try_load_tokenizer(model_path: str) -> Any:
+        from openclaw_rl.models import load_tokenizer
+
+        try:
+            return load_tokenizer(model_path)
+        except Exception as exc:  # a weights-only folder: checkpoints/exports go without tokenizer
+            log.warning("no tokenizer loaded from %s (%s); checkpoints will not include one", model_path, exc)
+            return None
+
+    @property
+    def offload_active(self) -> bool:
+        """Whether ``--offload-optimizer-state`` moves anything (only on a non-CPU device)."""
+        return bool(self.cfg.offload_optimizer_state) and self.device.type != "cpu"
+
+    def _optimizer_state_to(self, device: torch.device) -> None:
+        """Move the AdamW moments to ``device`` (``step`` counters stay where AdamW keeps them)."""
+        for state in self.optimizer.state.values():
+            for key, value in state.items():
+                if key != "step" and torch.is_tensor(value) and value.device != device:
+                    state[key] = value.to(device, non_blocking=True)
+
+    def _logprobs(self, model: torch.nn.Module, mb: _MicroBatch, *, entropy: bool):
+        b = mb.batch
+        return compute_token_logprobs(
+            model, b.input_ids_B_L, b.attention_mask_B_L, b.response_mask_B_L,
+            chunk_size=self.logprob_chunk_size, temperature=self.temperature, return_entropy=entropy,
+        )
+
+    def _ref_logprobs(self, mb: _MicroBatch) -> torch.Tensor:
+        if self.is_lora:
+            with self.model.disable_adapter():
+                return self._logprobs(self.model, mb, entropy=False).logprobs_B_L
+        assert self.ref_model is not None
+        return self._logprobs(self.ref_model, mb, entropy=False).logprobs_B_L
+
+    def _call_loss(self, inputs: LossInputs) -> LossOutputs:
+        name = self.loss_fn_name
+        try:
+            out = self.loss_fn(inputs, self.loss_config)
+        except Exception as exc:
+            raise LossPluginError(name, f"raised {type(exc).__name__}: {exc}") from exc
+        if isinstance(out, torch.Tensor):  # a bare scalar loss is accepted (no metrics)
+            out = LossOutputs(loss=out, num_tokens=float(inputs.loss_mask_B_T.sum()))
+        if not isinstance(out, LossOutputs):
+            raise LossPluginError(name, f"returned {type(out).__name__}, expected LossOutputs")
+        loss = out.loss
+        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+            raise LossPluginError(name, f"loss must be a scalar tensor, got {type(loss).__name__} "
+                                        f"{tuple(getattr(loss, 'shape', ()))}")
+        value = float(loss.detach())
+        if not math.isfinite(value):
+            raise LossPluginError(name, f"returned a non-finite loss ({value})")
+        if not loss.requires_grad or loss.grad_fn is None:
+            raise LossPluginError(name, "returned a loss with no gradient (not connected to the "
+                                        "model's log-probs)")
+        return out
+
+    def _empty_metrics(self, samples: Sequence[Sample]) -> dict[str, float]:
+        metrics = {k: 0.0 for k in _BASE_METRICS}
+        metrics["n_samples"] = float(len(samples))
+        metrics["weight_version"] = float(self.weight_version)
+        if samples:
+            stale = [self.weight_version - s.weight_version for s in samples]
+            metrics.update(staleness_mean=sum(stale) / len(stale), staleness_min=float(min(stale)),
+                           staleness_max=float(max(stale)))
+        return metrics
+
+    # ------------------------------------------------------------------ training
+    def train_step(self, samples: Sequence[Sample]) -> dict[str, float]:
+        """One optimizer step on the global batch ``samples``; returns float metrics.
+
+        Args:
+            samples: the global batch (any length; normally ``--global-batch-size``). Every sample
+                with a loss token must carry ``advantages`` and a non-empty prompt.
+
+        Returns:
+            ``loss`` (global token mean), ``pg_loss``, ``pg_clipfrac``, ``approx_kl``, ``kl_loss``
+            (0 without ``--use-kl-loss``), ``entropy``, ``grad_norm`` (before clipping),
+            ``n_samples`` (given), ``n_trained_samples``, ``n_tokens`` (loss tokens),
+            ``n_seq_tokens`` (prompt + response tokens processed),
+            ``train_rollout_logprob_abs_diff`` (mean ``|old train logprob - rollout logprob|``
+            over loss tokens) and its ``_max``, ``staleness_mean/min/max`` (this backend's
+            ``weight_version`` minus each sample's), ``tokens_per_s`` (``n_seq_tokens`` per
+            second of the whole step), ``step_time_s``, ``skipped`` (1 when nothing was
+            trainable, or the gradient was non-finite), ``weight_version`` (after the step), plus
+            whatever else the loss reports (``ratio_dev``, ``tis_weight``, ...).
+
+        Raises:
+            ValueError: a trainable sample without ``advantages`` or with an empty prompt.
+            LossPluginError: the loss function failed (see class doc); nothing was stepped.
+        """
+        t0 = time.perf_counter()
+        samples = list(samples)
+        metrics = self._empty_metrics(samples)
+        trained = [s for s in samples if s.num_loss_tokens > 0 and s.status != SampleStatus.FAILED]
+        missing = [i for i, s in enumerate(samples)
+                   if s.num_loss_tokens > 0 and s.status != SampleStatus.FAILED and s.advantages is None]
+        if missing:
+            raise ValueError(f"samples {missing[:5]} have no advantages; compute advantages before train_step")
+        if not trained:
+            metrics["skipped"] = 1.0
+            metrics["step_time_s"] = time.perf_counter() - t0
+            return metrics
+
+        global_num_tokens = float(sum(s.num_loss_tokens for s in trained))
+        micro = [
+            _MicroBatch(mb, collate_samples(mb, pad_token_id=self.pad_token_id, dtype=self.float_dtype,
+                                            device=self.device))
+            for mb in split_micro_batches(trained, self.cfg.micro_batch_size)
+        ]
+        use_kl = self.cfg.use_kl_loss
+        want_grad_entropy = self.loss_config.entropy_coef > 0
+
+        # ---- pass 1 (no grad, eval mode, weights before the update): old / reference log-probs
+        if self.recompute_old_logprobs or use_kl:
+            self.model.eval()
+            with torch.no_grad():
+                for mb in micro:
+                    if self.recompute_old_logprobs:
+                        out = self._logprobs(self.model, mb, entropy=self.entropy_metric and not want_grad_entropy)
+                        mb.old_logprobs_B_L, mb.entropy_B_L = out.logprobs_B_L, out.entropy_B_L
+                    if use_kl:
+                        mb.ref_logprobs_B_L = self._ref_logprobs(mb)
+
+        # ---- pass 2 (grad, train mode): new log-probs, loss, backward per micro-batch
+        self.optimizer.zero_grad(set_to_none=True)
+        self.model.train()
+        outputs: list[LossOutputs] = []
+        loss_total = 0.0
+        abs_diff_sum, abs_diff_max = 0.0, 0.0
+        try:
+            for mb in micro:
+                b = mb.batch
+                grad_entropy = want_grad_entropy or (not self.recompute_old_logprobs and self.entropy_metric)
+                new = self._logprobs(self.model, mb, entropy=grad_entropy)
+                if mb.old_logprobs_B_L is None:
+                    mb.old_logprobs_B_L = new.logprobs_B_L.detach()
+                entropy_B_L = new.entropy_B_L if want_grad_entropy else mb.entropy_B_L
+                if entropy_B_L is None and new.entropy_B_L is not None:
+                    entropy_B_L = new.entropy_B_L.detach()
+                inputs = LossInputs(
+                    logprobs_B_T=new.logprobs_B_L, old_logprobs_B_T=mb.old_logprobs_B_L,
+                    advantages_B_T=b.advantages_B_L, loss_mask_B_T=b.loss_mask_B_L,
+                    global_num_tokens=global_num_tokens, rollout_logprobs_B_T=b.rollout_logprobs_B_L,
+                    ref_logprobs_B_T=mb.ref_logprobs_B_L, entropy_B_T=entropy_B_L,
+                )
+                out = self._call_loss(inputs)
+                out.loss.backward()
+                outputs.append(out)
+                loss_total += float(out.loss.detach())
+                on = b.loss_mask_B_L > 0
+                diff = (mb.old_logprobs_B_L.detach() - b.rollout_logprobs_B_L).abs()[on]
+                if diff.numel():
+                    abs_diff_sum += float(diff.sum())
+                    abs_diff_max = max(abs_diff_max, float(diff.max()))
+        except BaseException:
+            self.optimizer.zero_grad(set_to_none=True)
+            self.model.eval()
+            raise
+        self.model.eval()
+
+        # ---- one optimizer step
+        max_norm = self.cfg.clip_grad if self.cfg.clip_grad > 0 else float("inf")
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.trainable_parameters, max_norm))
+        skipped = not math.isfinite(grad_norm)
+        if skipped:
+            log.warning("non-finite grad norm (%s); optimizer step skipped", grad_norm)
+        else:
+            if self.offload_active:
+                self._optimizer_state_to(self.device)
+            self.optimizer.step()
+            if self.offload_active:
+                self._optimizer_state_to(torch.device("cpu"))
+            self.weight_version += 1
+            self.step += 1
+        self.optimizer.zero_grad(set_to_none=True)
+
+        n_seq_tokens = float(sum(len(s.tokens) for s in trained))
+        elapsed = time.perf_counter() - t0
+        metrics.update(reduce_metrics(outputs))
+        metrics.update(
+            loss=loss_total, grad_norm=grad_norm, n_trained_samples=float(len(trained)),
+            n_tokens=global_num_tokens, n_seq_tokens=n_seq_tokens,
+            train_rollout_logprob_abs_diff=abs_diff_sum / global_num_tokens,
+            train_rollout_logprob_abs_diff_max=abs_diff_max,
+            tokens_per_s=n_seq_tokens / elapsed if elapsed > 0 else 0.0, step_time_s=elapsed,
+            skipped=1.0 if skipped else 0.0, weight_version=float(self.weight_version),
+        )
+        return {k: float(v) for k, v in metrics.items()}
+
+    # ------------------------------------------------------------------ checkpoints and export
+    def save(self, save_dir: str | os.PathLike, step: int | None = None,
+             data_cursor: int | str | None = None, *, keep_last: int | None = None,
+             extra: dict[str, Any] | None = None) -> Path:
+        """Write ``save_dir/checkpoint-<step>`` (model or LoRA adapter, optimizer, trainer state).
+
+        Args:
+            save_dir: the ``--save`` directory.
+            step: checkpoint step; default this backend's optimizer step count.
+            data_cursor: id of the last consumed store record, restored by :meth:`load`.
+            keep_last: prune older checkpoints (see :func:`slime.checkpoint.save_checkpoint`).
+            extra: JSON-safe dict stored in ``trainer_state.json``.
+
+        Returns:
+            The checkpoint directory (``checkpoint-latest`` points at it).
+        """
+        if self.offload_active:  # torch.save the state from host memory either way
+            self._optimizer_state_to(torch.device("cpu"))
+        state = TrainerState(step=self.step if step is None else int(step), weight_version=self.weight_version,
+                             data_cursor=data_cursor, extra=dict(extra or {}))
+        return save_checkpoint(save_dir, state, self.model, self.optimizer, self.tokenizer, keep_last=keep_last)
+
+    def load(self, path: str | os.PathLike, *, restore_rng: bool = True) -> TrainerState:
+        """Restore weights (or the LoRA adapter), optimizer state and RNG from a checkpoint.
+
+        Args:
+            path: a ``checkpoint-<step>`` directory or a save directory (its latest checkpoint).
+
+        Returns:
+            The checkpoint's :class:`TrainerState`; ``weight_version`` and ``step`` are set from it.
+
+        Raises:
+            FileNotFoundError / ValueError: see :func:`slime.checkpoint.load_checkpoint`.
+        """
+        state = load_checkpoint(path, self.model, self.optimizer, restore_rng=restore_rng)
+        if self.offload_active:
+            self._optimizer_state_to(torch.device("cpu"))
+        self.weight_version = int(state.weight_version)
+        self.step = int(state.step)
+        return state
+
+    def export_weights(self, out_dir: str | os.PathLike) -> Path:
+        """Write the current weights for the serving engine (``Engine.load_weights(path)``).
+
+        Full model: a Hugging Face folder (``save_pretrained`` safetensors + tokenizer when
+        known). LoRA: the peft adapter folder only (``adapter_config.json`` +
+        ``adapter_model.safetensors``); the engine merges it onto its own base model, so the base
+        must be the ``--model-path`` this backend started from.
+
+        The folder is written beside ``out_dir`` and renamed into place, so a reader never sees
+        a half-written export; an existing ``out_dir`` is replaced.
+
+        Returns:
+            ``out_dir`` as a :class:`~pathlib.Path`.
+        """
+        out = Path(out_dir)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.parent / f".tmp-{out.name}-{os.getpid()}"
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        self.model.save_pretrained(str(tmp), safe_serialization=True)
+        if not self.is_lora and self.tokenizer is not None:
+            self.tokenizer.save_pretrained(str(tmp))
+        if out.exists():
+            old = out.parent / f".old-{out.name}-{os.getpid()}"
+            os.replace(out, old)
+            os.replace(tmp, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, out)
+        return out

@@ -1,0 +1,127 @@
+"""The train loop: rollout -> samples -> advantages -> loss -> optimizer step -> checkpoint ->
+publish weights. ``python slime/train.py ...`` from the repository root (as the launch scripts'
+``ray job submit --working-dir .. -- python slime/train.py`` does).
+
+Two variants, both plain code below:
+
+* synchronous (default): each rollout is collected after the previous weights were published;
+* ``--async-train`` (slime's ``train_async.py``): the next rollout is collected while the current
+  step trains, so judging/serving and training overlap; samples are then at most one weight
+  version stale, which the staleness metrics and ``--max-staleness`` account for.
+
+Serving never pauses in either: the intercept server answers throughout and swaps weights in
+between requests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # `python slime/train.py`: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from slime.advantages import compute_advantages  # noqa: E402
+from slime.arguments import ConfigError, parse_args  # noqa: E402
+from slime.monitor import MetricsLogger  # noqa: E402
+
+log = logging.getLogger("slime.train")
+
+
+def add_loop_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Flags of the loop itself (``--async-train``)."""
+    g = parser.add_argument_group("loop")
+    g.add_argument("--async-train", action="store_true",
+                   help="collect the next rollout while the current step trains")
+    g.add_argument("--rollout-service", default=None,
+                   help="class owning serving/collection/judging (default: the OpenClaw service)")
+    return parser
+
+
+def default_arg_adders():
+    """Argument groups of the loop and of the OpenClaw methods."""
+    from openclaw_rl.rollout.args import add_openclaw_arguments
+    return (add_loop_arguments, add_openclaw_arguments)
+
+
+def train(cfg, logger: MetricsLogger | None = None) -> dict:
+    """Run the loop for ``cfg.num_rollout`` steps; returns a summary dict.
+
+    Raises:
+        ConfigError: inconsistent configuration (before anything starts).
+        Exceptions from the actors propagate after the server and judges are shut down.
+    """
+    import ray
+
+    from slime.ray_actors import RolloutManager, TrainActor, init_ray
+
+    if not cfg.num_rollout:
+        raise ConfigError("--num-rollout is required")
+    init_ray()
+    logger = logger or MetricsLogger(cfg.extra.get("log_dir") or "logs")
+    trainer = TrainActor.remote(cfg)
+    resume_step = ray.get(trainer.resume.remote())
+    manager = RolloutManager.remote(cfg, resume_step)
+    start = resume_step or 0
+    summary = {"steps": 0, "versions_published": 0, "samples_trained": 0, "start_step": start}
+    t0 = time.time()
+    try:
+        pending = manager.generate.remote(start)
+        for rollout_id in range(start, cfg.num_rollout):
+            samples, rollout_metrics = ray.get(pending)
+            last = rollout_id + 1 == cfg.num_rollout
+            if cfg.extra.get("async_train") and not last:
+                pending = manager.generate.remote(rollout_id + 1)  # overlaps with training
+            samples = compute_advantages(samples, cfg)
+            try:
+                train_metrics = ray.get(trainer.train_step.remote(samples))
+            except Exception:
+                ray.get(manager.release.remote(samples))
+                raise
+            step = rollout_id + 1
+            ray.get(manager.mark_trained.remote(samples, step))
+            if cfg.save and ((cfg.save_interval and step % cfg.save_interval == 0) or last):
+                ray.get(trainer.save.remote(step, max(s.metadata.get("store_id", 0) for s in samples)))
+            path, version = ray.get(trainer.export_weights.remote())
+            served = ray.get(manager.publish_weights.remote(path, version))
+            summary["steps"] += 1
+            summary["versions_published"] += 1
+            summary["samples_trained"] += len(samples)
+            metrics = {**{f"train/{k}": v for k, v in train_metrics.items()}, **rollout_metrics,
+                       "loss": train_metrics.get("loss", float("nan")), "weight_version": served,
+                       "elapsed_s": time.time() - t0}
+            logger.log(step, metrics)
+            if not cfg.extra.get("async_train") and not last:
+                pending = manager.generate.remote(rollout_id + 1)
+        summary["final_metrics"] = ray.get(manager.metrics.remote())
+    finally:
+        try:
+            ray.get(manager.shutdown.remote(), timeout=120)
+        except Exception as exc:  # keep the original error
+            log.warning("shutdown failed: %s", exc)
+        summary["plot"] = str(logger.close())
+    summary["wall_s"] = round(time.time() - t0, 1)
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point; returns the exit code (2 on a configuration error)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        cfg = parse_args(argv, extra_arg_adders=default_arg_adders())
+        from openclaw_rl.rollout.args import validate_openclaw
+        validate_openclaw(cfg.extra)
+    except (ConfigError, ValueError) as exc:
+        print(f"slime/train.py: error: {exc}", file=sys.stderr)
+        return 2
+    summary = train(cfg)
+    print(json.dumps(summary, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
