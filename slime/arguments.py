@@ -123,7 +123,7 @@ def add_slime_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     g.add_argument("--lora-alpha", type=float, default=None, help="LoRA alpha (default 2 * rank)")
     g.add_argument("--lora-dropout", type=float, default=None, help="LoRA dropout (default 0.0)")
     g.add_argument("--lora-target-modules", nargs="+", default=None,
-                   help="module names to adapt (default: all linear layers)")
+                   help="module names to adapt (default: q_proj k_proj v_proj o_proj)")
 
     g = parser.add_argument_group("checkpoint")
     g.add_argument("--save", "--save-dir", dest="save", default=None, help="checkpoint directory")

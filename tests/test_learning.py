@@ -41,7 +41,7 @@ def _traffic(port: int, stop: threading.Event, failures: list) -> None:
 def test_mean_reward_rises_with_a_deterministic_reward(tmp_path):
     port = free_port()
     cfg = parse_args([
-        "--model-path", "builtin:tiny-qwen3", "--num-rollout", "30", "--rollout-batch-size", "8",
+        "--model-path", "builtin:tiny-qwen3", "--num-rollout", "24", "--rollout-batch-size", "8",
         "--advantage-estimator", "broadcast", "--lr", "3e-2", "--adam-beta2", "0.99",
         "--custom-rm-path", "tests/plugins/low_ids_reward.py", "--rl-buffer-dir", str(tmp_path / "buf"),
         "--save", str(tmp_path / "ckpt"), "--save-interval", "10", "--log-dir", str(tmp_path / "logs"),
@@ -56,7 +56,7 @@ def test_mean_reward_rises_with_a_deterministic_reward(tmp_path):
         stop.set()
         driver.join(60)
         ray.shutdown()
-    assert summary["steps"] == 30 and summary["versions_published"] == 30
+    assert summary["steps"] == 24 and summary["versions_published"] == 24
     assert failures == []
     rows = [json.loads(line) for line in next((tmp_path / "logs").glob("run-*/metrics.jsonl")).open()]
     rewards = [r["reward/mean"] for r in rows]
@@ -65,4 +65,4 @@ def test_mean_reward_rises_with_a_deterministic_reward(tmp_path):
     assert statistics.fmean(last) - statistics.fmean(first) > 0.2, rewards
     assert (statistics.fmean(last) - statistics.fmean(first)) / spread > 1.0, rewards
     assert (tmp_path / "ckpt" / "checkpoint-latest").exists()
-    assert rows[-1]["weight_version"] == 30
+    assert rows[-1]["weight_version"] == 24

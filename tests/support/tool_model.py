@@ -64,7 +64,7 @@ def _conversations(rng: random.Random, n: int) -> list[tuple[list[dict], list[di
     return out
 
 
-def build_tool_model(target: Path, steps: int = 600, seed: int = 0) -> Path:
+def build_tool_model(target: Path, steps: int = 900, seed: int = 0) -> Path:
     """Fine-tune ``builtin:tiny-qwen3`` into ``target`` (a Hugging Face folder) and return it."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -82,7 +82,7 @@ def build_tool_model(target: Path, steps: int = 600, seed: int = 0) -> Path:
         p_ids = tok(prompt, add_special_tokens=False)["input_ids"]
         r_ids = tok(reply, add_special_tokens=False)["input_ids"] + [tok.convert_tokens_to_ids("<|im_end|>")]
         data.append((torch.tensor([p_ids + r_ids]), len(p_ids)))
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.0)
+    opt = torch.optim.AdamW(model.parameters(), lr=5e-3, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (steps - s) / (0.3 * steps)))
     model.train()
     for step in range(steps):
