@@ -8,7 +8,8 @@
 
 Ray stays on loopback: a local cluster is started with node IP 127.0.0.1 unless ``RAY_ADDRESS``
 points at a running one (as under ``ray job submit``). Both actors take 0 CPUs so they fit a
-laptop; each sets torch's thread count to the machine's cores.
+laptop; each sets torch's thread count to the machine's cores. The rollout manager is a threaded
+actor, so ``shutdown`` and ``metrics`` are answered while a rollout is being collected.
 """
 
 from __future__ import annotations
@@ -40,11 +41,16 @@ def init_ray() -> None:
 
 
 def _use_all_cores() -> None:
+    """Ray starts workers niced and with OMP_NUM_THREADS=1; a trainer wants the whole machine."""
     import torch
     torch.set_num_threads(os.cpu_count() or 1)
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, 0)
+    except OSError:  # not allowed to lower niceness: keep Ray's priority
+        pass
 
 
-@ray.remote(num_cpus=0)
+@ray.remote(num_cpus=0, max_concurrency=4)
 class RolloutManager:
     """Serving + collection + judging side of a run.
 

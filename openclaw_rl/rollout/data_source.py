@@ -10,6 +10,7 @@ step. The backlog waits on disk in SQLite, not in memory.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import Counter
 
@@ -22,6 +23,10 @@ log = logging.getLogger(__name__)
 
 class RolloutTimeout(TimeoutError):
     """Not enough judged turns arrived in time."""
+
+
+class DataSourceClosed(RuntimeError):
+    """The data source was closed while a rollout waited (the run is shutting down)."""
 
 
 class StoreDataSource:
@@ -38,6 +43,11 @@ class StoreDataSource:
         self.store, self.max_staleness, self.poll_s = store, max_staleness, poll_s
         self.current_version = 0
         self.stats: Counter = Counter()
+        self._closed = threading.Event()
+
+    def close(self) -> None:
+        """Wake up and fail any waiting :meth:`take` (claimed samples go back to the queue)."""
+        self._closed.set()
 
     def backlog(self) -> dict[str, int]:
         """Turns waiting per stage: ``unjudged`` (ready) and ``judged`` (trainable, unclaimed)."""
@@ -81,11 +91,14 @@ class StoreDataSource:
             if progress:
                 progress(len(out), n)
             if len(out) < n:
+                if self._closed.is_set():
+                    self.release(out)
+                    raise DataSourceClosed("the run is shutting down")
                 if deadline is not None and time.time() > deadline:
                     self.release(out)
                     raise RolloutTimeout(f"only {len(out)} of {n} judged samples after {timeout_s:.0f}s "
                                          f"(backlog {self.backlog()})")
-                time.sleep(self.poll_s)
+                self._closed.wait(self.poll_s)
         return out
 
     def _drop(self, turn_id: int, reason: str) -> None:

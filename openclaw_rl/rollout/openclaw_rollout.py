@@ -32,7 +32,7 @@ def generate_rollout(args, rollout_id: int, data_source, evaluation: bool = Fals
     if evaluation:
         raise ValueError("the OpenClaw rollout has no evaluation mode; use openclaw-test/run_eval.sh")
     n = int(args.rollout_batch_size)
-    bar = tqdm(total=n, desc=f"rollout {rollout_id}: judged turns", leave=False, mininterval=2.0)
+    bar = tqdm(total=n, desc=f"rollout {rollout_id}: judged turns", leave=False, mininterval=30.0)
 
     def progress(have: int, _n: int) -> None:
         bar.update(have - bar.n)

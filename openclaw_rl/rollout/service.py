@@ -125,6 +125,7 @@ class OpenClawRolloutService:
 
     def close(self) -> None:
         """Stop judges and the server this service started."""
+        self.data_source.close()
         self.judge_loop.stop()
         if self.server is not None:
             from openclaw_rl.server.launcher import stop_server
