@@ -49,7 +49,10 @@ LORA_ARGS=${LORA_ARGS:-}
 EXTRA_ARGS=${EXTRA_ARGS:-}
 [ -n "$DATA_PATH" ] && SERVE_ARGS="$SERVE_ARGS --data-path $(cd "$(dirname "$DATA_PATH")" && pwd)/$(basename "$DATA_PATH")"
 
-# A Ray head on loopback, unless one is already running.
+# A Ray head on loopback, unless one is already running. Token authentication on: the token
+# lives in ~/.ray/auth_token (generated once), and every ray command below uses it.
+export RAY_AUTH_MODE=${RAY_AUTH_MODE:-token}
+[ "$RAY_AUTH_MODE" = token ] && ray get-auth-token --generate >/dev/null
 export RAY_ADDRESS=${RAY_ADDRESS:-127.0.0.1:$RAY_PORT}
 if ! ray status --address "$RAY_ADDRESS" >/dev/null 2>&1; then
   ray start --head --node-ip-address 127.0.0.1 --port "$RAY_PORT" --dashboard-host 127.0.0.1 \

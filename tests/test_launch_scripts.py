@@ -38,7 +38,9 @@ def _record_sessions(server, out: Path) -> None:
 @pytest.fixture
 def ray_head(tmp_path):
     port, dash = free_port(), free_port()
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "RAY_AUTH_MODE": "token"}
+    subprocess.run([str(Path(sys.executable).parent / "ray"), "get-auth-token", "--generate"], env=env,
+                   check=True, capture_output=True)
     proc = subprocess.Popen([str(Path(sys.executable).parent / "ray"), "start", "--head", "--block",
                              "--node-ip-address", "127.0.0.1", "--port", str(port),
                              "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash),
@@ -68,7 +70,7 @@ def test_binary_rl_script_one_offline_step(tiny_server, ray_head, tmp_path):
     _record_sessions(tiny_server, data)
     env = {**os.environ, "MODEL_PATH": "builtin:tiny-qwen3", "DATA_PATH": str(data),
            "CKPT_SAVE_DIR": str(tmp_path / "ckpt"), "RAY_PORT": str(port), "RAY_DASHBOARD_PORT": str(dash),
-           "RAY_ADDRESS": f"127.0.0.1:{port}", "PYTHON": sys.executable,
+           "RAY_ADDRESS": f"127.0.0.1:{port}", "PYTHON": sys.executable, "RAY_AUTH_MODE": "token",
            "RL_BUFFER_DIR": str(tmp_path / "buf"), "LOG_DIR": str(tmp_path / "logs"),
            "ROLLOUT_ARGS": "--rollout-batch-size 2 --num-rollouts-per-prompt 1 --num-rollout 1 "
                            "--rollout-max-response-len 8",
