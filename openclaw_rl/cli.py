@@ -6,6 +6,7 @@ Errors are one line on stderr with exit code 2; nothing already recorded is touc
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -35,7 +36,7 @@ def _export(argv: list[str]) -> int:
 
 
 def _import(argv: list[str]) -> int:
-    from openclaw_rl.capture.export import import_sessions
+    from openclaw_rl.capture.export import import_sessions, read_session_file
     from openclaw_rl.capture.store import TrajectoryStore
 
     p = argparse.ArgumentParser(prog="openclaw-rl import",
@@ -45,12 +46,15 @@ def _import(argv: list[str]) -> int:
     a = p.parse_args(argv)
     if not Path(a.file).is_file():
         raise ValueError(f"no such file: {a.file}")
+    parsed = read_session_file(a.file)  # validate everything before touching the store
     store = TrajectoryStore(a.rl_buffer_dir)
     try:
-        sessions, turns = import_sessions(store, a.file)
+        sessions, turns = import_sessions(store, parsed)
     finally:
         store.close()
-    print(f"imported {sessions} session(s), {turns} turn(s)", file=sys.stderr)
+    skipped = len(parsed) - sessions
+    print(f"imported {sessions} session(s), {turns} turn(s)"
+          + (f"; skipped {skipped} session(s) already in the store" if skipped else ""), file=sys.stderr)
     return 0
 
 
@@ -66,15 +70,18 @@ COMMANDS = {"serve": _serve, "export": _export, "import": _import}
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``openclaw-rl`` console command."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
-        if argv and argv[0] not in ("-h", "--help"):
+    usage = "usage: openclaw-rl {" + ",".join(COMMANDS) + "} [options]   (-h on a command for help)"
+    if argv and argv[0] in ("-h", "--help"):
+        print(usage)
+        return 0
+    if not argv or argv[0] not in COMMANDS:
+        if argv:
             print(f"openclaw-rl: error: unknown command {argv[0]!r}", file=sys.stderr)
-        print("usage: openclaw-rl {" + ",".join(COMMANDS) + "} [options]   (-h on a command for help)",
-              file=sys.stderr)
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
+        print(usage, file=sys.stderr)
+        return 2
     try:
         return COMMANDS[argv[0]](argv[1:])
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, sqlite3.DatabaseError) as exc:
         print(f"openclaw-rl {argv[0]}: error: {exc}", file=sys.stderr)
         return 2
 

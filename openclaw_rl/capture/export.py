@@ -21,6 +21,7 @@ they must be tokenized first.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import IO, Iterable
 
@@ -45,14 +46,19 @@ def export_sessions(store: TrajectoryStore, out: IO[str]) -> int:
     n = 0
     for sid in store.session_ids():
         turns = store.turns(session_id=sid)
+        if not turns:
+            continue  # a session whose only request failed has nothing to export
         out.write(json.dumps({"session_id": sid, "turns": [turn_to_dict(t) for t in turns]},
-                             ensure_ascii=False) + "\n")
+                             ensure_ascii=False, allow_nan=False) + "\n")
         n += 1
     return n
 
 
 def _read_sessions(path: Path) -> Iterable[tuple[int, dict]]:
-    text = path.read_text()
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SessionFormatError(f"{path}: not UTF-8 text: {exc}") from exc
     stripped = text.lstrip()
     if stripped.startswith("["):  # a JSON array of sessions is accepted too
         try:
@@ -68,6 +74,24 @@ def _read_sessions(path: Path) -> Iterable[tuple[int, dict]]:
                 raise SessionFormatError(f"{path}:{lineno}: not valid JSON: {exc}") from exc
 
 
+def _int_list(value, name: str, where: str) -> list[int]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(i, int) and not isinstance(i, bool)
+                                              and 0 <= i < 2 ** 31 for i in value):
+        raise SessionFormatError(f"{where}: '{name}' must be a list of token ids (non-negative integers)")
+    return value
+
+
+def _float_list(value, name: str, where: str) -> list[float]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                              and math.isfinite(x) and x <= 0 for x in value):
+        raise SessionFormatError(f"{where}: '{name}' must be a list of finite log-probabilities (<= 0)")
+    return [float(x) for x in value]
+
+
 def _turn_from_dict(sid: str, d: dict, where: str) -> TurnRecord:
     if not isinstance(d, dict) or "prompt" not in d or "response" not in d:
         raise SessionFormatError(f"{where}: a turn needs 'prompt' and 'response'")
@@ -75,26 +99,39 @@ def _turn_from_dict(sid: str, d: dict, where: str) -> TurnRecord:
     if ttype not in ("main", "side"):
         raise SessionFormatError(f"{where}: 'type' must be 'main' or 'side', got {ttype!r}")
     prompt = d["prompt"]
+    if not isinstance(prompt, (str, list)) or not isinstance(d["response"], str):
+        raise SessionFormatError(f"{where}: 'prompt' must be a string or a list of messages, 'response' a string")
     messages = d.get("messages") or (prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}])
+    if not isinstance(messages, list) or not all(isinstance(m, dict) and "role" in m for m in messages):
+        raise SessionFormatError(f"{where}: 'messages' must be a list of {{'role', 'content'}} objects")
     prompt_text = prompt if isinstance(prompt, str) else json.dumps(prompt, ensure_ascii=False)
-    ids, resp_ids, lps = d.get("prompt_ids") or [], d.get("response_ids") or [], d.get("response_logprobs") or []
-    if resp_ids and lps and len(resp_ids) != len(lps):
-        raise SessionFormatError(f"{where}: response_ids and response_logprobs differ in length")
+    ids = _int_list(d.get("prompt_ids"), "prompt_ids", where)
+    resp_ids = _int_list(d.get("response_ids"), "response_ids", where)
+    lps = _float_list(d.get("response_logprobs"), "response_logprobs", where)
+    if len(resp_ids) != len(lps) or bool(ids) != bool(resp_ids):
+        raise SessionFormatError(f"{where}: give prompt_ids, response_ids and response_logprobs together, "
+                                 "with one logprob per response id (or none of them)")
+    version = d.get("weight_version", 0)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise SessionFormatError(f"{where}: 'weight_version' must be a non-negative integer")
+    for key in ("next_state", "next_state_role"):
+        if d.get(key) is not None and not isinstance(d[key], str):
+            raise SessionFormatError(f"{where}: '{key}' must be a string or null")
     return TurnRecord(session_id=sid, turn_type=ttype, messages=messages, prompt_text=prompt_text,
                       prompt_ids=list(ids), response_ids=list(resp_ids), response_logprobs=list(lps),
                       response_text=str(d["response"]), finish_reason=d.get("finish_reason", "stop"),
-                      weight_version=int(d.get("weight_version", 0)), tool_calls=d.get("tool_calls"),
+                      weight_version=version, tool_calls=d.get("tool_calls"),
                       next_state=d.get("next_state"), next_state_role=d.get("next_state_role"))
 
 
-def import_sessions(store: TrajectoryStore, path: str | Path) -> tuple[int, int]:
-    """Load a session file into ``store``; main turns become ``ready`` for judging/training.
+def read_session_file(path: str | Path) -> list[tuple[str, list[TurnRecord]]]:
+    """Parse and validate a session file without writing anything.
 
     Returns:
-        ``(sessions, turns)`` imported.
+        ``[(session_id, turns)]``.
 
     Raises:
-        SessionFormatError: malformed file; nothing from that file is written.
+        SessionFormatError: the first problem, with ``file:line``.
     """
     path = Path(path)
     parsed = []
@@ -104,6 +141,27 @@ def import_sessions(store: TrajectoryStore, path: str | Path) -> tuple[int, int]
             raise SessionFormatError(f"{where}: a session needs a 'turns' list")
         sid = str(obj.get("session_id") or f"imported-{path.stem}-{lineno}")
         parsed.append((sid, [_turn_from_dict(sid, t, f"{where} turn {i}") for i, t in enumerate(obj["turns"])]))
+    return parsed
+
+
+def import_sessions(store: TrajectoryStore, path_or_sessions) -> tuple[int, int]:
+    """Load sessions into ``store``; main turns become ``ready`` for judging/training. Sessions
+    whose id the store already has are skipped (importing a file twice adds nothing).
+
+    Args:
+        store: the destination.
+        path_or_sessions: a session file, or the result of :func:`read_session_file`.
+
+    Returns:
+        ``(sessions, turns)`` imported.
+
+    Raises:
+        SessionFormatError: malformed file; nothing from that file is written.
+    """
+    parsed = (read_session_file(path_or_sessions) if isinstance(path_or_sessions, (str, Path))
+              else path_or_sessions)
+    existing = set(store.session_ids())
+    parsed = [(sid, turns) for sid, turns in parsed if sid not in existing]
     n_turns = 0
     for sid, turns in parsed:
         store.touch_session(sid, "import")

@@ -71,7 +71,6 @@ class Recorder:
         return attr, cont
 
     def _link_previous(self, attr: Attribution, messages, prompt_ids) -> Continuity:
-        self.store.touch_session(attr.session_id, attr.source)
         prev = self.store.last_main_turn(attr.session_id)
         if prev is None:
             return Continuity()

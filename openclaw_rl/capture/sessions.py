@@ -5,7 +5,9 @@ rule that applies decides (DESIGN.md invariant 2):
 
 1. ``X-Session-Id`` header or ``session_id`` body field (``header``);
 2. ``prompt_cache_key`` (``prompt_cache_key``);
-3. ``user`` (``user``);
+3. ``user`` (``user``). These two keys name a user, not a conversation, so within them a request
+   that continues an earlier turn stays in that turn's session and a request with no assistant
+   message (a new conversation) opens a new session ``<key>:<random>``;
 4. an OpenClaw runtime line ``sessionId=...`` in the messages (``openclaw_runtime``);
 5. continuation matching: the request's messages extend an earlier request's messages plus
    the reply we gave (``continuation``);
@@ -144,12 +146,21 @@ def attribute(messages: Sequence[Mapping], body: Mapping, headers: Mapping[str, 
         next_from = canon[k][0] + 1
 
     session_id, source = None, None
-    for value, src in ((headers.get("x-session-id") or body.get("session_id"), "header"),
-                       (body.get("prompt_cache_key"), "prompt_cache_key"),
-                       (body.get("user"), "user")):
-        if value:
-            session_id, source = str(value), src
-            break
+    header = headers.get("x-session-id") or body.get("session_id")
+    if header:
+        session_id, source = str(header), "header"
+    else:
+        for value, src in ((body.get("prompt_cache_key"), "prompt_cache_key"), (body.get("user"), "user")):
+            if value:
+                # a weak key groups *all* of a user's conversations: a request that continues an
+                # earlier turn stays in that turn's session, a fresh conversation gets its own
+                if match and (match[0] == value or match[0].startswith(f"{value}:")):
+                    session_id, source = match[0], src
+                elif not assistant_at:
+                    session_id, source = f"{value}:{uuid.uuid4().hex[:12]}", src
+                else:
+                    session_id, source = str(value), src
+                break
     if session_id is None:
         for m in reversed(messages):
             if m.get("role") in ("user", "system", "developer"):

@@ -102,7 +102,7 @@ class TransformersEngine(Engine):
         with self._lock:
             model, version = self._model, self._version
         result.weight_version = version
-        seed = params.seed if params.seed is not None else random.getrandbits(63)
+        seed = (params.seed % 2 ** 63) if params.seed is not None else random.getrandbits(63)
         req = _Request(prompt_ids=prompt, params=params, model=model, version=version,
                        loop=asyncio.get_running_loop(), queue=asyncio.Queue(), result=result,
                        max_new=max(1, min(params.max_new_tokens, self.max_context - len(prompt))),

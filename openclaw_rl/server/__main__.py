@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import socket
+import sqlite3
 import sys
 
 
@@ -13,11 +15,17 @@ def main(argv: list[str] | None = None) -> int:
     from openclaw_rl.server import build_server, parse_server_args
 
     config = parse_server_args(argv)
+    with socket.socket() as probe:  # fail fast, before loading the model
+        try:
+            probe.bind((config.host, config.port))
+        except OSError as exc:
+            print(f"openclaw-rl serve: error: cannot listen on {config.host}:{config.port}: {exc}", file=sys.stderr)
+            return 2
     logging.basicConfig(level=config.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         app, _engine, store = build_server(config)
-    except ValueError as exc:
+    except (ValueError, OSError, sqlite3.DatabaseError) as exc:
         print(f"openclaw-rl serve: error: {exc}", file=sys.stderr)
         return 2
     where = f" recording to {store.path}" if store else ""

@@ -42,6 +42,8 @@ def parse_chat_request(raw: bytes) -> ChatCompletionRequest:
         body = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise APIError(400, f"request body is not valid JSON: {exc}", code="invalid_json") from exc
+    except RecursionError as exc:
+        raise APIError(400, "request body is nested too deeply", code="invalid_json") from exc
     if not isinstance(body, dict):
         raise APIError(400, "request body must be a JSON object", code="invalid_json")
     try:
@@ -73,6 +75,18 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
     app = FastAPI(title="OpenClaw-RL intercept server", lifespan=lifespan)
     install_error_handlers(app)
 
+    @app.middleware("http")
+    async def never_reraise(request: Request, call_next):
+        """Turn unexpected errors into a 500 JSON *without* re-raising, so uvicorn keeps the
+        connection alive (Starlette re-raises after its own 500 handler)."""
+        try:
+            return await call_next(request)
+        except ClientDisconnected:
+            return JSONResponse(error_body("client disconnected", "invalid_request_error"), status_code=499)
+        except Exception as exc:
+            log.exception("unhandled error")
+            return JSONResponse(error_body(f"internal error: {exc}", "server_error"), status_code=500)
+
     async def check_key(request: Request) -> None:
         if not api_key:
             return
@@ -87,11 +101,20 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
         return {"status": "ok", "model": service.model_name,
                 "weight_version": service.engine.weight_version}
 
+    def model_card() -> dict:
+        return {"id": service.model_name, "object": "model", "created": 0, "owned_by": "openclaw-rl"}
+
     # public on purpose: OpenClaw's gateway probes it without an Authorization header
     @app.get("/v1/models")
     async def models():
-        return {"object": "list", "data": [{"id": service.model_name, "object": "model",
-                                            "created": 0, "owned_by": "openclaw-rl"}]}
+        return {"object": "list", "data": [model_card()]}
+
+    @app.get("/v1/models/{model_id:path}")
+    async def model(model_id: str):
+        if model_id != service.model_name:
+            raise APIError(404, f"model {model_id!r} is not served here (serving {service.model_name!r})",
+                           code="model_not_found")
+        return model_card()
 
     @app.post("/admin/update_weights_from_disk", dependencies=[Depends(check_key)])
     async def update_weights(request: Request):
@@ -126,15 +149,24 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
             return StreamingResponse(_sse(first, events, cid, created, service.model_name, include_usage),
                                      media_type="text/event-stream",
                                      headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-        return JSONResponse(await _aggregate(events, cid, created, service.model_name))
+        return JSONResponse(await _aggregate(events, cid, created, service.model_name, request))
 
     return app
 
 
-async def _aggregate(events, cid: str, created: int, model: str) -> dict:
+class ClientDisconnected(Exception):
+    """The client went away before a non-streamed reply was ready (nothing is recorded)."""
+
+
+async def _aggregate(events, cid: str, created: int, model: str, request: Request | None = None) -> dict:
     content, reasoning, calls, logprobs = [], [], [], []
     final: ChatEvent | None = None
+    n = 0
     async for ev in events:
+        n += 1
+        if request is not None and n % 8 == 0 and await request.is_disconnected():
+            await events.aclose()  # stops generation before the turn is recorded
+            raise ClientDisconnected()
         logprobs.extend(ev.logprobs)
         if ev.kind == "content":
             content.append(ev.text)

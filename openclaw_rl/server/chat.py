@@ -90,10 +90,14 @@ class ChatService:
         try:
             text = self.tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True,
                                                       tokenize=False)
+            text.encode("utf-8")  # lone surrogates ("\ud800") cannot be tokenized
+            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        except UnicodeEncodeError as exc:
+            raise APIError(400, f"messages contain text that is not valid Unicode: {exc.reason}",
+                           param="messages") from exc
         except Exception as exc:  # jinja errors from unusual histories
             raise APIError(400, f"messages could not be rendered by the chat template: {exc}",
                            param="messages") from exc
-        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
         return messages, tools, text, ids
 
     def _logprob_entries(self, out: GenerationOutput, start: int, end: int, top: bool) -> list[dict]:
@@ -116,6 +120,9 @@ class ChatService:
             APIError: 400 for a prompt longer than the context window or an unrenderable
                 conversation (raised before the first event, so nothing was sent yet).
         """
+        turn_type = headers.get("x-turn-type")
+        if turn_type is not None and turn_type.strip().lower() not in ("main", "side"):
+            raise APIError(400, f"X-Turn-Type must be 'main' or 'side', got {turn_type!r}", param="X-Turn-Type")
         messages, tools, prompt_text, prompt_ids = self.render(req)
         if len(prompt_ids) + 1 > self.engine.max_context:
             raise APIError(400, str(PromptTooLongError(len(prompt_ids), self.engine.max_context)),

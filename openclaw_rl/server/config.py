@@ -43,6 +43,16 @@ class ServerConfig:
         return self.model_path if self.model_path.startswith("builtin:") else Path(self.model_path).name
 
 
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise SystemExit(f"openclaw-rl serve: error: {name}={value!r} is not an integer") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The server's argument parser."""
     p = argparse.ArgumentParser(prog="openclaw-rl serve",
@@ -50,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model-path", default=os.environ.get("BASE_MODEL_PATH", DEFAULT_MODEL),
                    help="HF model folder or builtin:smollm2-135m / builtin:tiny-qwen3 (env BASE_MODEL_PATH)")
     p.add_argument("--host", default=os.environ.get("OPENCLAW_HOST", "127.0.0.1"), help="env OPENCLAW_HOST")
-    p.add_argument("--port", type=int, default=int(os.environ.get("OPENCLAW_PORT", "30000")), help="env OPENCLAW_PORT")
+    p.add_argument("--port", type=int, default=_env_int("OPENCLAW_PORT", 30000), help="env OPENCLAW_PORT")
     p.add_argument("--backend", default="transformers", choices=["transformers", "vllm", "sglang"])
     p.add_argument("--device", default="cpu", help="torch device for the transformers backend")
     p.add_argument("--enable-rl-intercept", action="store_true", help="record every turn for training")
@@ -81,6 +91,8 @@ def parse_server_args(argv: list[str] | None = None) -> ServerConfig:
         parser.error(f"--port must be in 1..65535, got {ns.port}")
     if not 0.0 <= ns.default_temperature <= 2.0:
         parser.error("--default-temperature must be in [0, 2]")
+    if ns.max_context is not None and ns.max_context < 2:
+        parser.error("--max-context must be at least 2 tokens")
     if ns.session_idle_timeout <= 0:
         parser.error("--session-idle-timeout must be positive")
     return ServerConfig(**vars(ns))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator, model_validator
 
 
 class _Lenient(BaseModel):
@@ -85,17 +85,17 @@ class ChatCompletionRequest(_Lenient):
     messages: list[Message] = Field(min_length=1)
     tools: list[Tool] | None = None
     tool_choice: Union[Literal["none", "auto", "required"], dict[str, Any], None] = None
-    max_tokens: int | None = Field(default=None, ge=1)
-    max_completion_tokens: int | None = Field(default=None, ge=1)
+    max_tokens: StrictInt | None = Field(default=None, ge=1)
+    max_completion_tokens: StrictInt | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     top_p: float | None = Field(default=None, gt=0.0, le=1.0)
     stop: Union[str, list[str], None] = None
-    seed: int | None = None
-    logprobs: bool | None = None
-    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    seed: StrictInt | None = Field(default=None, ge=-(2 ** 63), le=2 ** 64 - 1)
+    logprobs: StrictBool | None = None
+    top_logprobs: StrictInt | None = Field(default=None, ge=0, le=20)
     user: str | None = None
-    n: int | None = None
-    stream: bool = False
+    n: StrictInt | None = None
+    stream: StrictBool = False
     stream_options: StreamOptions | None = None
     prompt_cache_key: str | None = None
     session_id: str | None = None
@@ -114,6 +114,17 @@ class ChatCompletionRequest(_Lenient):
         if isinstance(v, list) and len(v) > 4:
             raise ValueError("at most 4 stop sequences")
         return v
+
+    @model_validator(mode="after")
+    def _tool_choice_matches_tools(self) -> "ChatCompletionRequest":
+        names = {t.function.name for t in self.tools or []}
+        if self.tool_choice == "required" and not names:
+            raise ValueError("tool_choice 'required' needs tools")
+        if isinstance(self.tool_choice, dict):
+            name = (self.tool_choice.get("function") or {}).get("name")
+            if name not in names:
+                raise ValueError(f"tool_choice names function {name!r}, which is not in tools")
+        return self
 
     def stop_sequences(self) -> list[str]:
         """``stop`` as a list of non-empty strings."""
