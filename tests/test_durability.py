@@ -296,7 +296,7 @@ def test_malformed_import_leaves_store_unchanged(tmp_path):
                            ":1 turn 0: 'type' must be"),
         "no-response.jsonl": (json.dumps({"turns": [{"prompt": "p"}]}), "needs 'prompt' and 'response'"),
         "lengths.jsonl": (json.dumps({"turns": [{"prompt": "p", "response": "r", "response_ids": [1, 2],
-                                                 "response_logprobs": [-1.0]}]}), "differ in length"),
+                                                 "response_logprobs": [-1.0]}]}), "one logprob per response id"),
         "bad-array.json": ("[{\"turns\": [}", "not valid JSON"),
     }
     for name, (text, expected) in bad_files.items():
