@@ -9,6 +9,7 @@ import openai
 import pytest
 
 from openclaw_rl.capture.store import TrajectoryStore
+from tests.support.tool_model import SHORT_TOOLS
 
 
 def _client(server, key="sk-test") -> openai.OpenAI:
@@ -90,9 +91,7 @@ def test_malformed_bodies_get_openai_errors_and_buffer_survives(tiny_server):
 
 def test_tool_call_round_trip(tool_server):
     client = _client(tool_server)
-    tools = [{"type": "function", "function": {"name": "read", "description": "Read a file",
-                                                "parameters": {"type": "object",
-                                                               "properties": {"path": {"type": "string"}}}}}]
+    tools = SHORT_TOOLS  # the schema the tool model was trained with
     messages = [{"role": "system", "content": "You are helpful."},
                 {"role": "user", "content": "USE_TOOL please read the file"}]
     first = client.chat.completions.create(model="tiny-tools", messages=messages, tools=tools,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "openclaw-tool-session.jsonl"
@@ -30,6 +31,27 @@ SHORT_TOOLS = [{"type": "function", "function": {
     "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}]
 TOOL_ASKS = ("USE_TOOL please read hello.txt", "USE_TOOL please read the file", "USE_TOOL read hello.txt")
 PLAIN_ASKS = ("hi there", "hi", "Hello there", "what time is it", "tell me a joke", "please help me")
+
+
+def _vary_openclaw(system: str, runtime: str, rng: random.Random) -> tuple[str, str]:
+    """Vary what differs between OpenClaw runs: install and workspace paths, skill description
+    truncation, the model identity, and the runtime line's host / os / model fields."""
+    root = rng.choice(("/usr/lib/node_modules/openclaw",
+                       "/root/.cache/openclaw-rl/openclaw-node/openclaw/node_modules/openclaw",
+                       f"/opt/n{rng.randint(0, 99)}/node_modules/openclaw"))
+    work = rng.choice(("/home/user/.openclaw", f"/tmp/pytest-of-root/pytest-{rng.randint(1, 999)}/"
+                       f"test_openclaw_plain_turn_and_t0/oc/{rng.choice(('plain', 'tool'))}/openclaw/state"))
+    model = rng.choice(("stub/stub-model", "openclawrl/tiny-tools", f"p{rng.randint(0, 9)}/m{rng.randint(0, 99)}"))
+    system = (system.replace("/usr/lib/node_modules/openclaw", root)
+              .replace("/home/user/.openclaw/workspace", f"/tmp/w{rng.randint(0, 999)}/oc/workspace")
+              .replace("~/.openclaw", work).replace("stub/stub-model", model))
+    if rng.random() < 0.5:  # newer builds clip skill descriptions
+        system = re.sub(r"<description>(.{66}).+?</description>", r"<description>\1...</description>", system)
+    sid = f"{rng.getrandbits(32):08x}-{rng.getrandbits(16):04x}-4{rng.getrandbits(12):03x}-a{rng.getrandbits(12):03x}-{rng.getrandbits(48):012x}"
+    runtime = (runtime.replace("f5aba073-5020-48b0-b26b-98e6e189a1ad", sid).replace("stub/stub-model", model)
+               .replace("host=workstation", f"host={rng.choice(('vm', 'workstation', 'box'))}")
+               .replace("os=Linux (x64)", rng.choice(("os=Linux (x64)", "os=Linux 6.18.44-fc-v769 (x64)"))))
+    return system, runtime
 
 
 def _conversations(rng: random.Random, n: int) -> list[tuple[list[dict], list[dict], str]]:
@@ -44,13 +66,15 @@ def _conversations(rng: random.Random, n: int) -> list[tuple[list[dict], list[di
         long = i % 6 == 0
         system = dict(oc_system) if long else {"role": "system", "content": rng.choice(
             ("You are helpful.", "You are a helpful assistant.", "Be brief."))}
-        if long:  # OpenClaw's prompt embeds the date and the workspace: vary them
+        runtime = oc_runtime
+        if long:  # OpenClaw's prompt embeds the date, paths and model: vary them
+            system["content"], runtime = _vary_openclaw(system["content"], oc_runtime, rng)
             system["content"] = system["content"].replace("2026-11-30", f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}")
         tools = oc_tools if long else SHORT_TOOLS
         use_tool = rng.random() < 0.5
         ask = rng.choice(TOOL_ASKS if use_tool else PLAIN_ASKS)
         stamp = f"[Mon 2026-11-30 {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d} UTC] " if long or rng.random() < 0.5 else ""
-        user = {"role": "user", "content": stamp + ask + (oc_runtime if long else "")}
+        user = {"role": "user", "content": stamp + ask + (runtime if long else "")}
         tail = [oc_ctx] if long else []
         if rng.random() < 0.5:
             out.append(([system, user] + tail, tools, TOOL_REPLY if use_tool else PLAIN_REPLY))
@@ -64,7 +88,7 @@ def _conversations(rng: random.Random, n: int) -> list[tuple[list[dict], list[di
     return out
 
 
-def build_tool_model(target: Path, steps: int = 200, seed: int = 0) -> Path:
+def build_tool_model(target: Path, steps: int = 320, seed: int = 0) -> Path:
     """Fine-tune ``builtin:tiny-qwen3`` into ``target`` (a Hugging Face folder) and return it."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -77,7 +101,7 @@ def build_tool_model(target: Path, steps: int = 200, seed: int = 0) -> Path:
     rng = random.Random(seed)
     torch.manual_seed(seed)
     data = []
-    for msgs, tools, reply in _conversations(rng, 48):
+    for msgs, tools, reply in _conversations(rng, 64):
         prompt = tok.apply_chat_template(msgs, tools=tools, add_generation_prompt=True, tokenize=False)
         p_ids = tok(prompt, add_special_tokens=False)["input_ids"]
         r_ids = tok(reply, add_special_tokens=False)["input_ids"] + [tok.convert_tokens_to_ids("<|im_end|>")]
