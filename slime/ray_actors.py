@@ -36,7 +36,8 @@ def init_ray() -> None:
     if os.environ.get("RAY_ADDRESS"):
         ray.init(address=os.environ["RAY_ADDRESS"], log_to_driver=True)
     else:
-        ray.init(_node_ip_address="127.0.0.1", include_dashboard=False, num_cpus=os.cpu_count() or 1,
+        ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False,
+                 num_cpus=os.cpu_count() or 1,
                  log_to_driver=True)
 
 
