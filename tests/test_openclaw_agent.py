@@ -8,16 +8,23 @@ OpenClaw executes ``read`` on the workspace file and sends the result back in a 
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from openclaw_rl.capture.store import TrajectoryStore
 from tests.openclaw_agent.harness import run_openclaw_exec
+from tests.support.tool_model import EXEC_WORKDIR
 
 pytestmark = pytest.mark.openclaw
 
 
-def test_openclaw_plain_turn_and_tool_turn(tool_server, tmp_path):
-    work = tmp_path / "oc"
+def test_openclaw_plain_turn_and_tool_turn(tool_server):
+    # a fixed work dir: OpenClaw writes its paths into the prompt, and the tiny tool model was
+    # trained on prompts with exactly these paths
+    work = Path(EXEC_WORKDIR)
+    shutil.rmtree(work, ignore_errors=True)
     (work / "workspace").mkdir(parents=True)
     (work / "workspace" / "hello.txt").write_text("secret-value-42\n")
 
@@ -44,3 +51,4 @@ def test_openclaw_plain_turn_and_tool_turn(tool_server, tmp_path):
     # exactly there, and capture records it instead of hiding it
     assert second.prefix_ok is False and second.prefix_break_at < len(first.prompt_ids)
     store.close()
+    shutil.rmtree(work, ignore_errors=True)

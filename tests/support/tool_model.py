@@ -23,6 +23,9 @@ import re
 from pathlib import Path
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "openclaw-tool-session.jsonl"
+#: a real `openclaw agent exec` request (paths rewritten to the agent test's fixed work dir)
+EXEC_FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "openclaw-exec-plain.json"
+EXEC_WORKDIR = "/tmp/openclaw-rl-oc-test"
 TOOL_REPLY = '<tool_call>\n{"name": "read", "arguments": {"path": "hello.txt"}}\n</tool_call>'
 PLAIN_REPLY = "Hello!"
 AFTER_TOOL_REPLY = "Done."
@@ -54,8 +57,22 @@ def _vary_openclaw(system: str, runtime: str, rng: random.Random) -> tuple[str, 
     return system, runtime
 
 
+def _exec_template(rng: random.Random, ask: str) -> tuple[dict, dict, dict, list]:
+    """(system, user, carrier, tools) from the real exec request, with its run-specific parts
+    (state dir, time, session id) varied and ``ask`` as the user's message."""
+    fx = json.loads(EXEC_FIXTURE.read_text())
+    system, user, carrier = (dict(m) for m in fx["messages"])
+    state = rng.choice(("plain", "tool"))
+    system["content"] = system["content"].replace(f"{EXEC_WORKDIR}/plain/", f"{EXEC_WORKDIR}/{state}/")
+    sid = f"{rng.getrandbits(32):08x}-{rng.getrandbits(16):04x}-4{rng.getrandbits(12):03x}-a{rng.getrandbits(12):03x}-{rng.getrandbits(48):012x}"
+    text = re.sub(r"\[Mon 2026-11-30 \d\d:\d\d UTC\] hi there",
+                  f"[Mon 2026-11-30 {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d} UTC] {ask}", user["content"])
+    user["content"] = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", sid, text)
+    return system, user, carrier, fx["tools"]
+
+
 def _conversations(rng: random.Random, n: int) -> list[tuple[list[dict], list[dict], str]]:
-    """``n`` (messages, tools, reply) training conversations; every 6th uses OpenClaw's prompt."""
+    """``n`` (messages, tools, reply) training conversations; every 5th uses OpenClaw's prompt."""
     fixture = [json.loads(line)["body"] for line in FIXTURE.read_text().splitlines()]
     oc_system, oc_tools, oc_ctx = fixture[0]["messages"][0], fixture[0]["tools"], fixture[0]["messages"][-1]
     oc_ctx = {"role": "user", "content": "".join(p["text"] for p in oc_ctx["content"])}
@@ -63,7 +80,7 @@ def _conversations(rng: random.Random, n: int) -> list[tuple[list[dict], list[di
     oc_runtime = oc_user[oc_user.index("\n\nRuntime:"):]
     out = []
     for i in range(n):
-        long = i % 6 == 0
+        long = i % 5 == 0
         system = dict(oc_system) if long else {"role": "system", "content": rng.choice(
             ("You are helpful.", "You are a helpful assistant.", "Be brief."))}
         runtime = oc_runtime
@@ -76,6 +93,9 @@ def _conversations(rng: random.Random, n: int) -> list[tuple[list[dict], list[di
         stamp = f"[Mon 2026-11-30 {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d} UTC] " if long or rng.random() < 0.5 else ""
         user = {"role": "user", "content": stamp + ask + (runtime if long else "")}
         tail = [oc_ctx] if long else []
+        if long and (i // 5) % 2 == 0:  # half of the OpenClaw examples use the real exec request
+            system, user, carrier, tools = _exec_template(rng, ask)
+            tail = [carrier]
         if rng.random() < 0.5:
             out.append(([system, user] + tail, tools, TOOL_REPLY if use_tool else PLAIN_REPLY))
         else:
