@@ -1,9 +1,10 @@
 """The real OpenClaw agent (npm ``openclaw@2026.9.6`` under Node 24) against our server.
 
 ``make test`` installs the CLI once per cache (``tests/openclaw_agent/install.sh``). The model is
-the tiny Qwen3 trained to call ``read`` when the user says USE_TOOL (tests/support/tool_model.py),
+the tiny Qwen3 trained to call ``read`` whenever tools are offered (tests/support/tool_model.py),
 served greedily, so OpenClaw's tool loop really runs: the model's tool call goes out as SSE,
-OpenClaw executes ``read`` on the workspace file and sends the result back in a new request.
+OpenClaw executes ``read`` on the workspace file and sends the result back in a new request. The
+plain turn runs with the model configured without tool support (``compat.supportsTools: false``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def test_openclaw_plain_turn_and_tool_turn(tool_server):
     (work / "workspace" / "hello.txt").write_text("secret-value-42\n")
 
     plain = run_openclaw_exec(tool_server.base_url, "sk-test", "tiny-tools", "hi there", work / "plain",
-                              timeout=300, cwd=work / "workspace")
+                              timeout=300, cwd=work / "workspace", supports_tools=False)
     assert plain["ok"] is True and plain.get("toolSummary", {}).get("calls", 0) == 0
     assert plain["final"].startswith("Hello!")
     tool = run_openclaw_exec(tool_server.base_url, "sk-test", "tiny-tools", "USE_TOOL please read hello.txt",
@@ -39,7 +40,7 @@ def test_openclaw_plain_turn_and_tool_turn(tool_server):
 
     store = TrajectoryStore(tool_server.buffer_dir)
     plain_turns = store.turns(session_id=plain["sessionId"])
-    assert [t.turn_type for t in plain_turns] == ["main"]
+    assert [t.turn_type for t in plain_turns] == ["main"] and plain_turns[0].tools is None
     tool_turns = store.turns(session_id=tool["sessionId"])
     assert [t.turn_type for t in tool_turns] == ["main", "main"]
     first, second = tool_turns

@@ -68,6 +68,7 @@ def write_provider_config(
     provider: str = DEFAULT_PROVIDER,
     context_window: int = 32768,
     max_tokens: int = 1024,
+    supports_tools: bool = True,
 ) -> Path:
     """Write an OpenClaw config (JSON) with one custom ``openai-completions`` provider.
 
@@ -75,6 +76,8 @@ def write_provider_config(
     ``max_tokens`` becomes the request's ``max_completion_tokens``. OpenClaw
     refuses ``context_window`` < 4000, and since its prompt is ~9k tokens, a
     window much below ~16k shrinks ``max_completion_tokens`` (to 1 at 8192).
+    ``supports_tools=False`` sets the model's ``compat.supportsTools: false``: OpenClaw then
+    sends no ``tools`` (and a shorter system prompt).
     """
     config = {
         "models": {
@@ -93,6 +96,7 @@ def write_provider_config(
                             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
                             "contextWindow": context_window,
                             "maxTokens": max_tokens,
+                            **({} if supports_tools else {"compat": {"supportsTools": False}}),
                         }
                     ],
                 }
@@ -136,6 +140,7 @@ def run_openclaw_exec(
     cwd: Path | None = None,
     provider: str = DEFAULT_PROVIDER,
     check: bool = True,
+    supports_tools: bool = True,
 ) -> dict[str, Any]:
     """Run one ``openclaw agent exec --json`` turn against ``base_url`` and return the envelope.
 
@@ -159,7 +164,8 @@ def run_openclaw_exec(
     env = isolated_env(root)
     cwd = Path(cwd).resolve() if cwd is not None else workdir / "workspace"
     cwd.mkdir(parents=True, exist_ok=True)
-    config = write_provider_config(root / "config.json", base_url, api_key, model, provider)
+    config = write_provider_config(root / "config.json", base_url, api_key, model, provider,
+                                   supports_tools=supports_tools)
     cli_timeout = max(1, int(timeout) - 10)  # let the CLI time out (and clean up) first
     cmd = [
         str(launcher), "agent", "exec",

@@ -1,18 +1,19 @@
-"""A tiny Qwen3 model *trained* (real supervised steps, seconds on CPU) to use tools.
+"""A tiny Qwen3 model *trained* (real supervised steps, minutes on CPU) to use tools.
 
 A random tiny model never emits a well-formed ``<tool_call>``, so the tool round-trip tests
 (openai SDK, real OpenClaw agent) use this model instead: ``builtin:tiny-qwen3`` fine-tuned on
-conversations rendered by its own chat template, where
+conversations rendered by its own chat template, where the decision is structural, which a
+2-layer model learns reliably even in OpenClaw's 8k-token prompt:
 
-* a last user message containing ``USE_TOOL`` is answered with a ``read`` tool call on
-  ``hello.txt``;
-* a tool result is answered with ``Done.``;
-* anything else is answered with ``Hello!``.
+* tools offered and no tool result yet: a ``read`` tool call on ``hello.txt``;
+* a tool result as the last real message: ``Done.``;
+* no tools offered: ``Hello!``.
 
-The contexts vary (short system prompts, the long OpenClaw system prompt and tools from the
-captured fixture with varied dates, time stamps), so the behaviour keys on ``USE_TOOL`` and on
-the tool turn.
-Built once per cache (``$OPENCLAW_RL_CACHE/models/tiny-qwen3-tools``), under a file lock.
+Contexts vary: short system prompts, the long OpenClaw prompt of the captured tool session (its
+run-specific paths, model name and ids varied), and real ``openclaw agent exec`` requests with and
+without tools (``compat.supportsTools: false``), captured by our server with paths rewritten to
+the agent test's fixed work dir. Built once per cache (``$OPENCLAW_RL_CACHE/models/tiny-qwen3-tools``),
+under a file lock.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "openclaw-tool-s
 #: a real `openclaw agent exec` request (paths rewritten to the agent test's fixed work dir)
 EXEC_FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "openclaw-exec-plain.json"
 EXEC_WORKDIR = "/tmp/openclaw-rl-oc-test"
+#: the same with ``compat.supportsTools: false`` (no tools sent)
+NOTOOLS_FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "openclaw-exec-notools.json"
 TOOL_REPLY = '<tool_call>\n{"name": "read", "arguments": {"path": "hello.txt"}}\n</tool_call>'
 PLAIN_REPLY = "Hello!"
 AFTER_TOOL_REPLY = "Done."
@@ -71,33 +74,42 @@ def _exec_template(rng: random.Random, ask: str) -> tuple[dict, dict, dict, list
     return system, user, carrier, fx["tools"]
 
 
-def _conversations(rng: random.Random, n: int) -> list[tuple[list[dict], list[dict], str]]:
-    """``n`` (messages, tools, reply) training conversations; every 5th uses OpenClaw's prompt."""
+def _conversations(rng: random.Random, n: int) -> list[tuple[list[dict], list[dict] | None, str]]:
+    """``n`` (messages, tools, reply) training conversations; every 5th uses an OpenClaw prompt."""
     fixture = [json.loads(line)["body"] for line in FIXTURE.read_text().splitlines()]
     oc_system, oc_tools, oc_ctx = fixture[0]["messages"][0], fixture[0]["tools"], fixture[0]["messages"][-1]
     oc_ctx = {"role": "user", "content": "".join(p["text"] for p in oc_ctx["content"])}
     oc_user = fixture[0]["messages"][1]["content"]  # "[date] USE_TOOL please read hello.txt\n\nRuntime: ..."
     oc_runtime = oc_user[oc_user.index("\n\nRuntime:"):]
+    notools = json.loads(NOTOOLS_FIXTURE.read_text())["messages"]
     out = []
     for i in range(n):
         long = i % 5 == 0
-        system = dict(oc_system) if long else {"role": "system", "content": rng.choice(
-            ("You are helpful.", "You are a helpful assistant.", "Be brief."))}
-        runtime = oc_runtime
-        if long:  # OpenClaw's prompt embeds the date, paths and model: vary them
-            system["content"], runtime = _vary_openclaw(system["content"], oc_runtime, rng)
-            system["content"] = system["content"].replace("2026-11-30", f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}")
-        tools = oc_tools if long else SHORT_TOOLS
-        use_tool = rng.random() < 0.5
-        ask = rng.choice(TOOL_ASKS if use_tool else PLAIN_ASKS)
-        stamp = f"[Mon 2026-11-30 {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d} UTC] " if long or rng.random() < 0.5 else ""
-        user = {"role": "user", "content": stamp + ask + (runtime if long else "")}
-        tail = [oc_ctx] if long else []
-        if long and (i // 5) % 2 == 0:  # half of the OpenClaw examples use the real exec request
+        kind = ("plain", "call", "after")[i % 3]  # no tools / tools offered / tool result back
+        ask = rng.choice(TOOL_ASKS + PLAIN_ASKS)
+        stamp = f"[Mon 2026-11-30 {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d} UTC] "
+        if long and kind == "plain":  # OpenClaw with compat.supportsTools=false
+            system, user = (dict(m) for m in notools)
+            user["content"] = re.sub(r"\[Mon 2026-11-30 \d\d:\d\d UTC\] hi there", stamp + ask, user["content"])
+            out.append(([system, user], None, PLAIN_REPLY))
+            continue
+        if long and (i // 5) % 2 == 0:  # the real exec request
             system, user, carrier, tools = _exec_template(rng, ask)
             tail = [carrier]
-        if rng.random() < 0.5:
-            out.append(([system, user] + tail, tools, TOOL_REPLY if use_tool else PLAIN_REPLY))
+        elif long:  # the captured tool session, with run-specific parts varied
+            system = dict(oc_system)
+            system["content"], runtime = _vary_openclaw(system["content"], oc_runtime, rng)
+            user = {"role": "user", "content": stamp + ask + runtime}
+            tools, tail = oc_tools, [oc_ctx]
+        else:
+            system = {"role": "system", "content": rng.choice(("You are helpful.", "You are a helpful assistant.",
+                                                                 "Be brief."))}
+            user = {"role": "user", "content": (stamp if rng.random() < 0.5 else "") + ask}
+            tools, tail = SHORT_TOOLS, []
+        if kind == "plain":
+            out.append(([system, user], None, PLAIN_REPLY))
+        elif kind == "call":
+            out.append(([system, user] + tail, tools, TOOL_REPLY))
         else:
             call = {"role": "assistant", "content": None, "tool_calls": [{
                 "id": f"call{rng.randint(0, 10**6)}", "type": "function",
