@@ -75,7 +75,7 @@ def _exec_template(rng: random.Random, ask: str) -> tuple[dict, dict, dict, list
 
 
 def _conversations(rng: random.Random, n: int) -> list[tuple[list[dict], list[dict] | None, str]]:
-    """``n`` (messages, tools, reply) training conversations; every 5th uses an OpenClaw prompt."""
+    """``n`` (messages, tools, reply) training conversations; every 4th uses an OpenClaw prompt."""
     fixture = [json.loads(line)["body"] for line in FIXTURE.read_text().splitlines()]
     oc_system, oc_tools, oc_ctx = fixture[0]["messages"][0], fixture[0]["tools"], fixture[0]["messages"][-1]
     oc_ctx = {"role": "user", "content": "".join(p["text"] for p in oc_ctx["content"])}
@@ -84,7 +84,7 @@ def _conversations(rng: random.Random, n: int) -> list[tuple[list[dict], list[di
     notools = json.loads(NOTOOLS_FIXTURE.read_text())["messages"]
     out = []
     for i in range(n):
-        long = i % 5 == 0
+        long = i % 4 == 0
         kind = ("plain", "call", "after")[i % 3]  # no tools / tools offered / tool result back
         ask = rng.choice(TOOL_ASKS + PLAIN_ASKS)
         stamp = f"[Mon 2026-11-30 {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d} UTC] "
@@ -93,7 +93,7 @@ def _conversations(rng: random.Random, n: int) -> list[tuple[list[dict], list[di
             user["content"] = re.sub(r"\[Mon 2026-11-30 \d\d:\d\d UTC\] hi there", stamp + ask, user["content"])
             out.append(([system, user], None, PLAIN_REPLY))
             continue
-        if long and (i // 5) % 2 == 0:  # the real exec request
+        if long and (i // 4) % 2 == 0:  # the real exec request
             system, user, carrier, tools = _exec_template(rng, ask)
             tail = [carrier]
         elif long:  # the captured tool session, with run-specific parts varied
@@ -120,7 +120,7 @@ def _conversations(rng: random.Random, n: int) -> list[tuple[list[dict], list[di
     return out
 
 
-def build_tool_model(target: Path, steps: int = 320, seed: int = 0) -> Path:
+def build_tool_model(target: Path, steps: int = 360, seed: int = 0) -> Path:
     """Fine-tune ``builtin:tiny-qwen3`` into ``target`` (a Hugging Face folder) and return it."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -137,17 +137,18 @@ def build_tool_model(target: Path, steps: int = 320, seed: int = 0) -> Path:
         prompt = tok.apply_chat_template(msgs, tools=tools, add_generation_prompt=True, tokenize=False)
         p_ids = tok(prompt, add_special_tokens=False)["input_ids"]
         r_ids = tok(reply, add_special_tokens=False)["input_ids"] + [tok.convert_tokens_to_ids("<|im_end|>")]
-        data.append((torch.tensor([p_ids + r_ids]), len(p_ids)))
+        data.append((torch.tensor([p_ids + r_ids]), len(p_ids), 3.0 if len(p_ids) > 4000 else 1.0))
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
     model.train()
     for step in range(steps):  # 4 conversations per step, clipped: stable where 1 per step is not
         opt.zero_grad()
         for k in range(4):
-            ids, p_len = data[(4 * step + k) % len(data)]
+            ids, p_len, weight = data[(4 * step + k) % len(data)]  # long prompts are rarer: weigh them up
             hidden = model.model(input_ids=ids).last_hidden_state[:, p_len - 1:-1]
             token_loss = torch.nn.functional.cross_entropy(model.lm_head(hidden)[0], ids[0, p_len:],
                                                            reduction="none")
-            ((token_loss.mean() + 4.0 * token_loss[0]) / 4).backward()  # the first token decides
+            # the first tokens decide (tool call or not, and its opening): weight them up
+            (weight * (token_loss.mean() + 2.0 * token_loss[:4].sum()) / 4).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
     model.eval()
