@@ -47,7 +47,10 @@ class _Request:
     cancelled: bool = False
 
     def emit(self, item) -> None:
-        self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
+        try:
+            self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
+        except RuntimeError:  # the consumer's event loop is gone: nobody is listening any more
+            self.cancelled = True
 
 
 class TransformersEngine(Engine):
@@ -181,7 +184,12 @@ class TransformersEngine(Engine):
                 while self._incoming:
                     active.append(self._incoming.popleft())
             for req in list(active):
-                if req.cancelled or self._step(req):
+                try:
+                    finished = req.cancelled or self._step(req)
+                except Exception:  # never let one request kill the worker
+                    log.exception("engine worker: request failed")
+                    finished = True
+                if finished:
                     active.remove(req)
 
     def _step(self, req: _Request) -> bool:
