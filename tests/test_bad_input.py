@@ -57,9 +57,9 @@ def test_models_retrieve(tiny_server):
 
 def test_user_key_keeps_separate_conversations_apart(tiny_server):
     client = openai.OpenAI(base_url=tiny_server.base_url, api_key="sk-test", max_retries=0)
-    a = [{"role": "user", "content": "conversation one"}]
+    a = [{"role": "user", "content": "bob chat one"}]
     r = client.chat.completions.create(model="m", messages=a, user="bob-x", max_tokens=3, seed=1)
-    client.chat.completions.create(model="m", messages=[{"role": "user", "content": "conversation two"}],
+    client.chat.completions.create(model="m", messages=[{"role": "user", "content": "bob chat two"}],
                                    user="bob-x", max_tokens=3)
     a += [{"role": "assistant", "content": r.choices[0].message.content}, {"role": "user", "content": "more"}]
     client.chat.completions.create(model="m", messages=a, user="bob-x", max_tokens=3, seed=1)
