@@ -2,7 +2,7 @@
 # Install Node 24 and the real OpenClaw CLI into a cache directory, then print the
 # path of a launcher that runs `openclaw` under that Node.
 #
-#   tests/openclaw_agent/install.sh            # -> /root/.cache/openclaw-rl/openclaw-node/bin/openclaw
+#   tests/openclaw_agent/install.sh            # -> ~/.cache/openclaw-rl/openclaw-node/bin/openclaw
 #
 # Idempotent: a finished install leaves a stamp; later runs only print the path.
 # Needs `npm` (any version) and the npm registry; nothing else is downloaded.

@@ -19,6 +19,7 @@ under a file lock.
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 from pathlib import Path
@@ -39,11 +40,22 @@ TOOL_ASKS = ("USE_TOOL please read hello.txt", "USE_TOOL please read the file", 
 PLAIN_ASKS = ("hi there", "hi", "Hello there", "what time is it", "tell me a joke", "please help me")
 
 
+def _openclaw_pkg() -> str:
+    """Where ``tests/openclaw_agent/install.sh`` puts the openclaw package (its paths appear in
+    OpenClaw's prompt; the fixtures hold ``<OPENCLAW_PKG>`` instead)."""
+    root = Path(os.environ.get("OPENCLAW_RL_CACHE", Path.home() / ".cache" / "openclaw-rl"))
+    return str(root / "openclaw-node" / "openclaw" / "node_modules" / "openclaw")
+
+
+def _load_exec_fixture(path: Path) -> dict:
+    return json.loads(path.read_text().replace("<OPENCLAW_PKG>", _openclaw_pkg()))
+
+
 def _vary_openclaw(system: str, runtime: str, rng: random.Random) -> tuple[str, str]:
     """Vary what differs between OpenClaw runs: install and workspace paths, skill description
     truncation, the model identity, and the runtime line's host / os / model fields."""
     root = rng.choice(("/usr/lib/node_modules/openclaw",
-                       "/root/.cache/openclaw-rl/openclaw-node/openclaw/node_modules/openclaw",
+                       _openclaw_pkg(),
                        f"/opt/n{rng.randint(0, 99)}/node_modules/openclaw"))
     work = rng.choice(("/home/user/.openclaw", f"/tmp/pytest-of-root/pytest-{rng.randint(1, 999)}/"
                        f"test_openclaw_plain_turn_and_t0/oc/{rng.choice(('plain', 'tool'))}/openclaw/state"))
@@ -63,7 +75,7 @@ def _vary_openclaw(system: str, runtime: str, rng: random.Random) -> tuple[str, 
 def _exec_template(rng: random.Random, ask: str) -> tuple[dict, dict, dict, list]:
     """(system, user, carrier, tools) from the real exec request, with its run-specific parts
     (state dir, time, session id) varied and ``ask`` as the user's message."""
-    fx = json.loads(EXEC_FIXTURE.read_text())
+    fx = _load_exec_fixture(EXEC_FIXTURE)
     system, user, carrier = (dict(m) for m in fx["messages"])
     state = rng.choice(("plain", "tool"))
     system["content"] = system["content"].replace(f"{EXEC_WORKDIR}/plain/", f"{EXEC_WORKDIR}/{state}/")
@@ -81,7 +93,7 @@ def _conversations(rng: random.Random, n: int) -> list[tuple[list[dict], list[di
     oc_ctx = {"role": "user", "content": "".join(p["text"] for p in oc_ctx["content"])}
     oc_user = fixture[0]["messages"][1]["content"]  # "[date] USE_TOOL please read hello.txt\n\nRuntime: ..."
     oc_runtime = oc_user[oc_user.index("\n\nRuntime:"):]
-    notools = json.loads(NOTOOLS_FIXTURE.read_text())["messages"]
+    notools = _load_exec_fixture(NOTOOLS_FIXTURE)["messages"]
     out = []
     for i in range(n):
         long = i % 4 == 0
