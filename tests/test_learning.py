@@ -29,10 +29,13 @@ def _traffic(port: int, stop: threading.Event, failures: list) -> None:
             stop.wait(0.5)
     i = 0
     while not stop.is_set():
-        r = httpx.post(url + "/v1/chat/completions", timeout=120,
-                       headers={"Authorization": "Bearer sk-learn", "X-Session-Done": "true"},
-                       json={"messages": [{"role": "user", "content": f"say something #{i % 7}"}],
-                             "max_tokens": 8})
+        try:
+            r = httpx.post(url + "/v1/chat/completions", timeout=120,
+                           headers={"Authorization": "Bearer sk-learn", "X-Session-Done": "true"},
+                           json={"messages": [{"role": "user", "content": f"say something #{i % 7}"}],
+                                 "max_tokens": 8})
+        except httpx.TransportError:
+            break  # the run stopped its server (a mid-run outage would starve the run and fail it)
         if r.status_code != 200:
             failures.append(r.text)
         i += 1
@@ -41,12 +44,12 @@ def _traffic(port: int, stop: threading.Event, failures: list) -> None:
 def test_mean_reward_rises_with_a_deterministic_reward(tmp_path):
     port = free_port()
     cfg = parse_args([
-        "--model-path", "builtin:tiny-qwen3", "--num-rollout", "24", "--rollout-batch-size", "8",
-        "--advantage-estimator", "broadcast", "--lr", "3e-2", "--adam-beta2", "0.99",
+        "--model-path", "builtin:tiny-qwen3", "--num-rollout", "30", "--rollout-batch-size", "8",
+        "--advantage-estimator", "broadcast", "--lr", "5e-2", "--adam-beta2", "0.99",
         "--custom-rm-path", "tests/plugins/low_ids_reward.py", "--rl-buffer-dir", str(tmp_path / "buf"),
         "--save", str(tmp_path / "ckpt"), "--save-interval", "10", "--log-dir", str(tmp_path / "logs"),
         "--port", str(port), "--api-key", "sk-learn", "--rollout-max-response-len", "8",
-        "--max-staleness", "2"], extra_arg_adders=default_arg_adders())
+        "--max-staleness", "1"], extra_arg_adders=default_arg_adders())
     stop, failures = threading.Event(), []
     driver = threading.Thread(target=_traffic, args=(port, stop, failures), daemon=True)
     driver.start()
@@ -56,7 +59,7 @@ def test_mean_reward_rises_with_a_deterministic_reward(tmp_path):
         stop.set()
         driver.join(60)
         ray.shutdown()
-    assert summary["steps"] == 24 and summary["versions_published"] == 24
+    assert summary["steps"] == 30 and summary["versions_published"] == 30
     assert failures == []
     rows = [json.loads(line) for line in next((tmp_path / "logs").glob("run-*/metrics.jsonl")).open()]
     rewards = [r["reward/mean"] for r in rows]
@@ -65,4 +68,4 @@ def test_mean_reward_rises_with_a_deterministic_reward(tmp_path):
     assert statistics.fmean(last) - statistics.fmean(first) > 0.2, rewards
     assert (statistics.fmean(last) - statistics.fmean(first)) / spread > 1.0, rewards
     assert (tmp_path / "ckpt" / "checkpoint-latest").exists()
-    assert rows[-1]["weight_version"] == 24
+    assert rows[-1]["weight_version"] == 30
