@@ -163,11 +163,59 @@ def build_tool_model(target: Path, steps: int = 360, seed: int = 0) -> Path:
             (weight * (token_loss.mean() + 2.0 * token_loss[:4].sum()) / 4).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+    _long_phase(model, tok)
     model.eval()
     target.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(target)
     tok.save_pretrained(target)
     return target
+
+
+def _encode(tok, conv):
+    import torch
+    msgs, tools, reply = conv
+    prompt = tok.apply_chat_template(msgs, tools=tools, add_generation_prompt=True, tokenize=False)
+    p_ids = tok(prompt, add_special_tokens=False)["input_ids"]
+    r_ids = tok(reply, add_special_tokens=False)["input_ids"] + [tok.convert_tokens_to_ids("<|im_end|>")]
+    return torch.tensor([p_ids + r_ids]), len(p_ids)
+
+
+def _long_phase(model, tok, steps: int = 80, seed: int = 7) -> None:
+    """Second phase: the real OpenClaw exec prompt with many user wordings (3 per step, plus one
+    short conversation so nothing is forgotten). Without it the model picks the right first token
+    in OpenClaw's 8k-token tool prompt but garbles the call for wordings it has not seen."""
+    import torch
+
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
+    shorts = [c for c in _conversations(rng, 96) if len(c[0][0]["content"]) <= 5000]
+    words = "please could you read the file hello txt now show me what is in it open look at check contents quickly tell".split()
+    longs = []
+    for i in range(48):
+        ask = " ".join(rng.choice(words) for _ in range(rng.randint(1, 7)))
+        system, user, carrier, tools = _exec_template(rng, ask)
+        if i % 2 == 0:
+            longs.append(([system, user, carrier], tools, TOOL_REPLY))
+        else:
+            call = {"role": "assistant", "content": None, "tool_calls": [{
+                "id": f"call{rng.randint(0, 10**6)}", "type": "function",
+                "function": {"name": "read", "arguments": '{"path":"hello.txt"}'}}]}
+            result = {"role": "tool", "tool_call_id": call["tool_calls"][0]["id"],
+                      "content": f"secret-value-{rng.randint(0, 99)}\n"}
+            longs.append(([system, user, call, result, carrier], tools, AFTER_TOOL_REPLY))
+    long_data, short_data = [_encode(tok, c) for c in longs], [_encode(tok, c) for c in shorts]
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0)
+    model.train()
+    for step in range(steps):
+        opt.zero_grad()
+        batch = [long_data[(3 * step + k) % len(long_data)] for k in range(3)] + [short_data[step % len(short_data)]]
+        for ids, p_len in batch:
+            hidden = model.model(input_ids=ids).last_hidden_state[:, p_len - 1:-1]
+            token_loss = torch.nn.functional.cross_entropy(model.lm_head(hidden)[0], ids[0, p_len:],
+                                                           reduction="none")
+            ((token_loss.mean() + 2.0 * token_loss[:4].sum()) / 4).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
 
 
 def tool_model_path() -> Path:
