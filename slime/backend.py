@@ -40,19 +40,17 @@ from __future__ import annotations
 import copy
 import logging
 import math
-import os
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from slime.arguments import SlimeConfig
 from slime.batch import SampleBatch, collate_samples, split_micro_batches
-from slime.checkpoint import TrainerState, load_checkpoint, save_checkpoint
+from slime.backend_io import BackendIOMixin
+from slime.loss_guard import LossPluginError, callable_name, checked_loss
 from slime.logprobs import compute_token_logprobs
 from slime.losses import LossInputs, LossOutputs, PolicyLossConfig, policy_loss, reduce_metrics
 from slime.sample import Sample, SampleStatus
@@ -81,24 +79,6 @@ _BASE_METRICS = (
 )
 
 
-class LossPluginError(RuntimeError):
-    """The loss function raised, or returned a non-finite loss or one without a gradient graph.
-
-    Raised by :meth:`TrainingBackend.train_step` before ``optimizer.step()``: the weights and the
-    optimizer state are unchanged and the gradients are cleared. ``function`` names the loss.
-    """
-
-    def __init__(self, function: str, message: str):
-        super().__init__(f"loss function {function}: {message}; optimizer step skipped, weights unchanged")
-        self.function = function
-
-
-def _callable_name(fn: Callable[..., Any]) -> str:
-    module = getattr(fn, "__module__", None) or "?"
-    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
-    return f"{module}.{name}"
-
-
 @dataclass
 class _MicroBatch:
     """One micro-batch: collated tensors plus what the no-grad pass computed."""
@@ -110,7 +90,7 @@ class _MicroBatch:
     entropy_B_L: torch.Tensor | None = None
 
 
-class TrainingBackend:
+class TrainingBackend(BackendIOMixin):
     """Policy + optimizer + one-optimizer-step-per-global-batch training (see module docstring).
 
     Args:
@@ -176,7 +156,7 @@ class TrainingBackend:
             raise ValueError("--loss-type custom_loss needs loss_fn= (the function loaded from "
                              "--custom-loss-function-path)")
         self.loss_fn: LossFn = loss_fn if loss_fn is not None else policy_loss
-        self.loss_fn_name = _callable_name(self.loss_fn)
+        self.loss_fn_name = callable_name(self.loss_fn)
         self.loss_config = PolicyLossConfig.from_config(cfg)
         self.temperature = float(cfg.rollout_temperature if temperature is None else temperature)
         self.logprob_chunk_size = int(logprob_chunk_size)
@@ -264,26 +244,7 @@ class TrainingBackend:
         return self._logprobs(self.ref_model, mb, entropy=False).logprobs_B_L
 
     def _call_loss(self, inputs: LossInputs) -> LossOutputs:
-        name = self.loss_fn_name
-        try:
-            out = self.loss_fn(inputs, self.loss_config)
-        except Exception as exc:
-            raise LossPluginError(name, f"raised {type(exc).__name__}: {exc}") from exc
-        if isinstance(out, torch.Tensor):  # a bare scalar loss is accepted (no metrics)
-            out = LossOutputs(loss=out, num_tokens=float(inputs.loss_mask_B_T.sum()))
-        if not isinstance(out, LossOutputs):
-            raise LossPluginError(name, f"returned {type(out).__name__}, expected LossOutputs")
-        loss = out.loss
-        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
-            raise LossPluginError(name, f"loss must be a scalar tensor, got {type(loss).__name__} "
-                                        f"{tuple(getattr(loss, 'shape', ()))}")
-        value = float(loss.detach())
-        if not math.isfinite(value):
-            raise LossPluginError(name, f"returned a non-finite loss ({value})")
-        if not loss.requires_grad or loss.grad_fn is None:
-            raise LossPluginError(name, "returned a loss with no gradient (not connected to the "
-                                        "model's log-probs)")
-        return out
+        return checked_loss(self.loss_fn, self.loss_fn_name, inputs, self.loss_config)
 
     def _empty_metrics(self, samples: Sequence[Sample]) -> dict[str, float]:
         metrics = {k: 0.0 for k in _BASE_METRICS}
@@ -417,75 +378,3 @@ class TrainingBackend:
             skipped=1.0 if skipped else 0.0, weight_version=float(self.weight_version),
         )
         return {k: float(v) for k, v in metrics.items()}
-
-    # ------------------------------------------------------------------ checkpoints and export
-    def save(self, save_dir: str | os.PathLike, step: int | None = None,
-             data_cursor: int | str | None = None, *, keep_last: int | None = None,
-             extra: dict[str, Any] | None = None) -> Path:
-        """Write ``save_dir/checkpoint-<step>`` (model or LoRA adapter, optimizer, trainer state).
-
-        Args:
-            save_dir: the ``--save`` directory.
-            step: checkpoint step; default this backend's optimizer step count.
-            data_cursor: id of the last consumed store record, restored by :meth:`load`.
-            keep_last: prune older checkpoints (see :func:`slime.checkpoint.save_checkpoint`).
-            extra: JSON-safe dict stored in ``trainer_state.json``.
-
-        Returns:
-            The checkpoint directory (``checkpoint-latest`` points at it).
-        """
-        if self.offload_active:  # torch.save the state from host memory either way
-            self._optimizer_state_to(torch.device("cpu"))
-        state = TrainerState(step=self.step if step is None else int(step), weight_version=self.weight_version,
-                             data_cursor=data_cursor, extra=dict(extra or {}))
-        return save_checkpoint(save_dir, state, self.model, self.optimizer, self.tokenizer, keep_last=keep_last)
-
-    def load(self, path: str | os.PathLike, *, restore_rng: bool = True) -> TrainerState:
-        """Restore weights (or the LoRA adapter), optimizer state and RNG from a checkpoint.
-
-        Args:
-            path: a ``checkpoint-<step>`` directory or a save directory (its latest checkpoint).
-
-        Returns:
-            The checkpoint's :class:`TrainerState`; ``weight_version`` and ``step`` are set from it.
-
-        Raises:
-            FileNotFoundError / ValueError: see :func:`slime.checkpoint.load_checkpoint`.
-        """
-        state = load_checkpoint(path, self.model, self.optimizer, restore_rng=restore_rng)
-        if self.offload_active:
-            self._optimizer_state_to(torch.device("cpu"))
-        self.weight_version = int(state.weight_version)
-        self.step = int(state.step)
-        return state
-
-    def export_weights(self, out_dir: str | os.PathLike) -> Path:
-        """Write the current weights for the serving engine (``Engine.load_weights(path)``).
-
-        Full model: a Hugging Face folder (``save_pretrained`` safetensors + tokenizer when
-        known). LoRA: the peft adapter folder only (``adapter_config.json`` +
-        ``adapter_model.safetensors``); the engine merges it onto its own base model, so the base
-        must be the ``--model-path`` this backend started from.
-
-        The folder is written beside ``out_dir`` and renamed into place, so a reader never sees
-        a half-written export; an existing ``out_dir`` is replaced.
-
-        Returns:
-            ``out_dir`` as a :class:`~pathlib.Path`.
-        """
-        out = Path(out_dir)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.parent / f".tmp-{out.name}-{os.getpid()}"
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        self.model.save_pretrained(str(tmp), safe_serialization=True)
-        if not self.is_lora and self.tokenizer is not None:
-            self.tokenizer.save_pretrained(str(tmp))
-        if out.exists():
-            old = out.parent / f".old-{out.name}-{os.getpid()}"
-            os.replace(out, old)
-            os.replace(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, out)
-        return out

@@ -107,9 +107,8 @@ class ChatService:
             entry = {"token": text, "logprob": out.logprobs[i], "bytes": list(text.encode()),
                      "top_logprobs": []}
             if top:
-                entry["top_logprobs"] = [{"token": self.tokenizer.decode([a], skip_special_tokens=False),
-                                          "logprob": lp, "bytes": list(self.tokenizer.decode([a]).encode())}
-                                         for a, lp in out.top_logprobs[i]]
+                alts = [(self.tokenizer.decode([a], skip_special_tokens=False), lp) for a, lp in out.top_logprobs[i]]
+                entry["top_logprobs"] = [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in alts]
             entries.append(entry)
         return entries
 

@@ -58,16 +58,9 @@ async def http_error_handler(_: Request, exc: StarletteHTTPException) -> JSONRes
                         headers=getattr(exc, "headers", None))
 
 
-async def unexpected_error_handler(_: Request, exc: Exception) -> JSONResponse:
-    import logging
-
-    logging.getLogger(__name__).exception("unhandled error", exc_info=exc)
-    return JSONResponse(error_body(f"internal error: {exc}", "server_error"), status_code=500)
-
-
 def install_error_handlers(app) -> None:
-    """Register the handlers on a FastAPI app."""
-    app.add_exception_handler(Exception, unexpected_error_handler)
+    """Register the handlers on a FastAPI app (unexpected errors are turned into a 500 by the
+    app's middleware, which, unlike Starlette's handler, does not re-raise)."""
     app.add_exception_handler(APIError, api_error_handler)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     app.add_exception_handler(StarletteHTTPException, http_error_handler)

@@ -86,6 +86,16 @@ def _exec_template(rng: random.Random, ask: str) -> tuple[dict, dict, dict, list
     return system, user, carrier, fx["tools"]
 
 
+def _tool_round(rng: random.Random) -> tuple[dict, dict]:
+    """The assistant's ``read`` call on hello.txt and the tool's result message."""
+    call = {"role": "assistant", "content": None, "tool_calls": [{
+        "id": f"call{rng.randint(0, 10**6)}", "type": "function",
+        "function": {"name": "read", "arguments": '{"path":"hello.txt"}'}}]}
+    result = {"role": "tool", "tool_call_id": call["tool_calls"][0]["id"],
+              "content": f"secret-value-{rng.randint(0, 99)}\n"}
+    return call, result
+
+
 def _conversations(rng: random.Random, n: int) -> list[tuple[list[dict], list[dict] | None, str]]:
     """``n`` (messages, tools, reply) training conversations; every 4th uses an OpenClaw prompt."""
     fixture = [json.loads(line)["body"] for line in FIXTURE.read_text().splitlines()]
@@ -123,11 +133,7 @@ def _conversations(rng: random.Random, n: int) -> list[tuple[list[dict], list[di
         elif kind == "call":
             out.append(([system, user] + tail, tools, TOOL_REPLY))
         else:
-            call = {"role": "assistant", "content": None, "tool_calls": [{
-                "id": f"call{rng.randint(0, 10**6)}", "type": "function",
-                "function": {"name": "read", "arguments": '{"path":"hello.txt"}'}}]}
-            result = {"role": "tool", "tool_call_id": call["tool_calls"][0]["id"],
-                      "content": f"secret-value-{rng.randint(0, 99)}\n"}
+            call, result = _tool_round(rng)
             out.append(([system, user, call, result] + tail, tools, AFTER_TOOL_REPLY))
     return out
 
@@ -145,24 +151,13 @@ def build_tool_model(target: Path, steps: int = 360, seed: int = 0) -> Path:
     rng = random.Random(seed)
     torch.manual_seed(seed)
     data = []
-    for msgs, tools, reply in _conversations(rng, 64):
-        prompt = tok.apply_chat_template(msgs, tools=tools, add_generation_prompt=True, tokenize=False)
-        p_ids = tok(prompt, add_special_tokens=False)["input_ids"]
-        r_ids = tok(reply, add_special_tokens=False)["input_ids"] + [tok.convert_tokens_to_ids("<|im_end|>")]
-        data.append((torch.tensor([p_ids + r_ids]), len(p_ids), 3.0 if len(p_ids) > 4000 else 1.0))
+    for conv in _conversations(rng, 64):
+        ids, p_len = _encode(tok, conv)
+        data.append((ids, p_len, 3.0 if p_len > 4000 else 1.0))  # long prompts are rarer: weigh them up
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
     model.train()
     for step in range(steps):  # 4 conversations per step, clipped: stable where 1 per step is not
-        opt.zero_grad()
-        for k in range(4):
-            ids, p_len, weight = data[(4 * step + k) % len(data)]  # long prompts are rarer: weigh them up
-            hidden = model.model(input_ids=ids).last_hidden_state[:, p_len - 1:-1]
-            token_loss = torch.nn.functional.cross_entropy(model.lm_head(hidden)[0], ids[0, p_len:],
-                                                           reduction="none")
-            # the first tokens decide (tool call or not, and its opening): weight them up
-            (weight * (token_loss.mean() + 2.0 * token_loss[:4].sum()) / 4).backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        _sft_step(model, opt, [data[(4 * step + k) % len(data)] for k in range(4)])
     _long_phase(model, tok)
     model.eval()
     target.mkdir(parents=True, exist_ok=True)
@@ -172,12 +167,27 @@ def build_tool_model(target: Path, steps: int = 360, seed: int = 0) -> Path:
 
 
 def _encode(tok, conv):
+    """``(ids [1, P + R], P)``: the rendered prompt and the reply ending in ``<|im_end|>``."""
     import torch
     msgs, tools, reply = conv
     prompt = tok.apply_chat_template(msgs, tools=tools, add_generation_prompt=True, tokenize=False)
     p_ids = tok(prompt, add_special_tokens=False)["input_ids"]
     r_ids = tok(reply, add_special_tokens=False)["input_ids"] + [tok.convert_tokens_to_ids("<|im_end|>")]
     return torch.tensor([p_ids + r_ids]), len(p_ids)
+
+
+def _sft_step(model, opt, batch) -> None:
+    """One clipped AdamW step on ``[(ids [1, L], prompt_len, weight)]``: response cross-entropy,
+    with the first tokens (tool call or not, and its opening) weighted up."""
+    import torch
+
+    opt.zero_grad()
+    for ids, p_len, weight in batch:
+        hidden = model.model(input_ids=ids).last_hidden_state[:, p_len - 1:-1]
+        token_loss = torch.nn.functional.cross_entropy(model.lm_head(hidden)[0], ids[0, p_len:], reduction="none")
+        (weight * (token_loss.mean() + 2.0 * token_loss[:4].sum()) / len(batch)).backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
 
 
 def _long_phase(model, tok, steps: int = 80, seed: int = 7) -> None:
@@ -197,25 +207,15 @@ def _long_phase(model, tok, steps: int = 80, seed: int = 7) -> None:
         if i % 2 == 0:
             longs.append(([system, user, carrier], tools, TOOL_REPLY))
         else:
-            call = {"role": "assistant", "content": None, "tool_calls": [{
-                "id": f"call{rng.randint(0, 10**6)}", "type": "function",
-                "function": {"name": "read", "arguments": '{"path":"hello.txt"}'}}]}
-            result = {"role": "tool", "tool_call_id": call["tool_calls"][0]["id"],
-                      "content": f"secret-value-{rng.randint(0, 99)}\n"}
+            call, result = _tool_round(rng)
             longs.append(([system, user, call, result, carrier], tools, AFTER_TOOL_REPLY))
-    long_data, short_data = [_encode(tok, c) for c in longs], [_encode(tok, c) for c in shorts]
+    long_data = [(*_encode(tok, c), 1.0) for c in longs]
+    short_data = [(*_encode(tok, c), 1.0) for c in shorts]
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0)
     model.train()
     for step in range(steps):
-        opt.zero_grad()
         batch = [long_data[(3 * step + k) % len(long_data)] for k in range(3)] + [short_data[step % len(short_data)]]
-        for ids, p_len in batch:
-            hidden = model.model(input_ids=ids).last_hidden_state[:, p_len - 1:-1]
-            token_loss = torch.nn.functional.cross_entropy(model.lm_head(hidden)[0], ids[0, p_len:],
-                                                           reduction="none")
-            ((token_loss.mean() + 2.0 * token_loss[:4].sum()) / 4).backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        _sft_step(model, opt, batch)
 
 
 def tool_model_path() -> Path:

@@ -1,0 +1,93 @@
+"""Checkpoint and export I/O of :class:`slime.backend.TrainingBackend` (a mixin).
+
+:meth:`save` / :meth:`load` go through :mod:`slime.checkpoint`; :meth:`export_weights` writes what
+the serving engine's ``load_weights(path)`` accepts: a full Hugging Face model folder, or for LoRA
+the peft adapter folder only.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from slime.checkpoint import TrainerState, load_checkpoint, save_checkpoint
+
+
+class BackendIOMixin:
+    """Needs ``model``, ``optimizer``, ``tokenizer``, ``is_lora``, ``step``, ``weight_version``,
+    ``offload_active`` and ``_optimizer_state_to`` from the class it is mixed into."""
+
+    def save(self, save_dir: str | os.PathLike, step: int | None = None,
+             data_cursor: int | str | None = None, *, keep_last: int | None = None,
+             extra: dict[str, Any] | None = None) -> Path:
+        """Write ``save_dir/checkpoint-<step>`` (model or LoRA adapter, optimizer, trainer state).
+
+        Args:
+            save_dir: the ``--save`` directory.
+            step: checkpoint step; default this backend's optimizer step count.
+            data_cursor: id of the last consumed store record, restored by :meth:`load`.
+            keep_last: prune older checkpoints (see :func:`slime.checkpoint.save_checkpoint`).
+            extra: JSON-safe dict stored in ``trainer_state.json``.
+
+        Returns:
+            The checkpoint directory (``checkpoint-latest`` points at it).
+        """
+        if self.offload_active:  # torch.save the state from host memory either way
+            self._optimizer_state_to(torch.device("cpu"))
+        state = TrainerState(step=self.step if step is None else int(step), weight_version=self.weight_version,
+                             data_cursor=data_cursor, extra=dict(extra or {}))
+        return save_checkpoint(save_dir, state, self.model, self.optimizer, self.tokenizer, keep_last=keep_last)
+
+    def load(self, path: str | os.PathLike, *, restore_rng: bool = True) -> TrainerState:
+        """Restore weights (or the LoRA adapter), optimizer state and RNG from a checkpoint.
+
+        Args:
+            path: a ``checkpoint-<step>`` directory or a save directory (its latest checkpoint).
+
+        Returns:
+            The checkpoint's :class:`TrainerState`; ``weight_version`` and ``step`` are set from it.
+
+        Raises:
+            FileNotFoundError / ValueError: see :func:`slime.checkpoint.load_checkpoint`.
+        """
+        state = load_checkpoint(path, self.model, self.optimizer, restore_rng=restore_rng)
+        if self.offload_active:
+            self._optimizer_state_to(torch.device("cpu"))
+        self.weight_version = int(state.weight_version)
+        self.step = int(state.step)
+        return state
+
+    def export_weights(self, out_dir: str | os.PathLike) -> Path:
+        """Write the current weights for the serving engine (``Engine.load_weights(path)``).
+
+        Full model: a Hugging Face folder (``save_pretrained`` safetensors + tokenizer when
+        known). LoRA: the peft adapter folder only (``adapter_config.json`` +
+        ``adapter_model.safetensors``); the engine merges it onto its own base model, so the base
+        must be the ``--model-path`` this backend started from.
+
+        The folder is written beside ``out_dir`` and renamed into place, so a reader never sees
+        a half-written export; an existing ``out_dir`` is replaced.
+
+        Returns:
+            ``out_dir`` as a :class:`~pathlib.Path`.
+        """
+        out = Path(out_dir)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.parent / f".tmp-{out.name}-{os.getpid()}"
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        self.model.save_pretrained(str(tmp), safe_serialization=True)
+        if not self.is_lora and self.tokenizer is not None:
+            self.tokenizer.save_pretrained(str(tmp))
+        if out.exists():
+            old = out.parent / f".old-{out.name}-{os.getpid()}"
+            os.replace(out, old)
+            os.replace(tmp, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, out)
+        return out
