@@ -48,6 +48,17 @@ def default_arg_adders():
     return (add_loop_arguments, add_openclaw_arguments)
 
 
+def _advantages(samples, cfg, trainer) -> tuple[list, dict]:
+    """Per-token advantages: slime's estimators, or (``opd`` / ``combine``) the teacher scored by
+    the train actor, then :func:`openclaw_rl.opd.advantages.compute_method_advantages`."""
+    if cfg.advantage_estimator not in ("opd", "combine"):
+        return compute_advantages(samples, cfg), {}
+    import ray
+
+    from openclaw_rl.opd.advantages import compute_method_advantages
+    return compute_method_advantages(ray.get(trainer.score_teacher.remote(samples)), cfg)
+
+
 def train(cfg, logger: MetricsLogger | None = None) -> dict:
     """Run the loop for ``cfg.num_rollout`` steps; returns a summary dict.
 
@@ -76,8 +87,8 @@ def train(cfg, logger: MetricsLogger | None = None) -> dict:
             last = rollout_id + 1 == cfg.num_rollout
             if cfg.extra.get("async_train") and not last:
                 pending = manager.generate.remote(rollout_id + 1)  # overlaps with training
-            samples = compute_advantages(samples, cfg)
             try:
+                samples, adv_metrics = _advantages(samples, cfg, trainer)
                 train_metrics = ray.get(trainer.train_step.remote(samples))
             except Exception:
                 ray.get(manager.release.remote(samples))
@@ -91,7 +102,7 @@ def train(cfg, logger: MetricsLogger | None = None) -> dict:
             summary["steps"] += 1
             summary["versions_published"] += 1
             summary["samples_trained"] += len(samples)
-            metrics = {**{f"train/{k}": v for k, v in train_metrics.items()}, **rollout_metrics,
+            metrics = {**{f"train/{k}": v for k, v in train_metrics.items()}, **rollout_metrics, **adv_metrics,
                        "loss": train_metrics.get("loss", float("nan")), "weight_version": served,
                        "elapsed_s": time.time() - t0}
             logger.log(step, metrics)

@@ -1,7 +1,8 @@
 """Command-line flags of the OpenClaw methods (added to slime's parser as an argument group).
 
 Environment fallbacks follow the seed's launch scripts: ``PRM_MODEL_PATH``, ``DATA_PATH``,
-``MAJORITY_VOTE_N``, ``MAJORITY_VOTE_THRESHOLD``, ``OPENCLAW_API_KEY``, ``OPENCLAW_PORT``.
+``MAJORITY_VOTE_N``, ``MAJORITY_VOTE_THRESHOLD``, ``OPENCLAW_API_KEY``, ``OPENCLAW_PORT``,
+``JUDGE_MODEL_PATH``, ``OPENCLAW_COMBINE_W_OPD``, ``OPENCLAW_COMBINE_W_RL``.
 """
 
 from __future__ import annotations
@@ -43,7 +44,56 @@ def add_openclaw_arguments(parser: argparse.ArgumentParser) -> argparse.Argument
     g.add_argument("--rollout-timeout-s", type=float, default=None,
                    help="give up waiting for judged turns after this long (default: wait)")
     g.add_argument("--log-dir", default="logs", help="training.log, metrics JSONL, TensorBoard, plot")
+    add_opd_arguments(parser)
     return parser
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    try:
+        return float(raw) if raw else default
+    except ValueError:
+        raise ValueError(f"{name} must be a number, got {raw!r}") from None
+
+
+def add_opd_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The ``opd`` group: hint judge, teacher source, advantage clip, top-K, Combine weights.
+
+    Used with ``--advantage-estimator opd`` or ``combine``. Env fallbacks: ``JUDGE_MODEL_PATH``,
+    ``OPENCLAW_COMBINE_W_OPD``, ``OPENCLAW_COMBINE_W_RL``.
+    """
+    g = parser.add_argument_group("opd")
+    g.add_argument("--judge-model-path", default=os.environ.get("JUDGE_MODEL_PATH") or None,
+                   help="local hint-judge model (env JUDGE_MODEL_PATH; default the policy's base model)")
+    g.add_argument("--judge-url", default=None, help="OpenAI-compatible endpoint for the hint judge")
+    g.add_argument("--judge-model-name", default=None, help="model name at --judge-url")
+    g.add_argument("--judge-api-key", default=os.environ.get("JUDGE_API_KEY") or None)
+    g.add_argument("--hint-min-chars", type=int, default=15,
+                   help="hints shorter than this many characters are rejected")
+    g.add_argument("--hint-max-new-tokens", type=int, default=64, help="hint budget in tokens")
+    g.add_argument("--hint-temperature", type=float, default=0.7, help="hint judge sampling temperature")
+    g.add_argument("--opd-teacher", choices=["base", "live"], default="base",
+                   help="teacher weights: the frozen base model (default) or the current policy")
+    g.add_argument("--opd-adv-clip", type=float, default=None,
+                   help="clip |A_t| of the OPD advantage to this value (default: no clip)")
+    g.add_argument("--distill-topk", type=int, default=None,
+                   help="train OPD with reverse KL over the teacher's top-K tokens plus a tail bin")
+    g.add_argument("--combine-w-opd", type=float, default=None,
+                   help="Combine: weight of the OPD branch (env OPENCLAW_COMBINE_W_OPD, default 1.0)")
+    g.add_argument("--combine-w-rl", type=float, default=None,
+                   help="Combine: weight of the Binary RL branch (env OPENCLAW_COMBINE_W_RL, default 1.0)")
+    return parser
+
+
+def combine_weights(extra) -> tuple[float, float]:
+    """``(w_opd, w_rl)``: the flags, else ``OPENCLAW_COMBINE_W_OPD`` / ``OPENCLAW_COMBINE_W_RL``, else 1.0.
+
+    Raises:
+        ValueError: an env value that is not a number.
+    """
+    w_opd, w_rl = extra.get("combine_w_opd"), extra.get("combine_w_rl")
+    return (_env_float("OPENCLAW_COMBINE_W_OPD", 1.0) if w_opd is None else float(w_opd),
+            _env_float("OPENCLAW_COMBINE_W_RL", 1.0) if w_rl is None else float(w_rl))
 
 
 def validate_openclaw(extra) -> None:
@@ -60,3 +110,12 @@ def validate_openclaw(extra) -> None:
         raise ValueError("--num-judge-workers must be >= 1")
     if extra.get("data_path") and not os.path.isfile(extra["data_path"]):
         raise ValueError(f"--data-path {extra['data_path']}: no such file")
+    if extra.get("hint_min_chars", 1) < 1 or extra.get("hint_max_new_tokens", 1) < 1:
+        raise ValueError("--hint-min-chars and --hint-max-new-tokens must be >= 1")
+    if extra.get("opd_adv_clip") is not None and not extra["opd_adv_clip"] > 0:
+        raise ValueError(f"--opd-adv-clip must be > 0, got {extra['opd_adv_clip']}")
+    if extra.get("distill_topk") is not None and extra["distill_topk"] < 1:
+        raise ValueError(f"--distill-topk must be >= 1, got {extra['distill_topk']}")
+    for value, flag in zip(combine_weights(extra), ("--combine-w-opd", "--combine-w-rl")):
+        if not value >= 0:
+            raise ValueError(f"{flag} must be >= 0, got {value}")

@@ -90,6 +90,12 @@ class JudgeLoop:
                 if verdict is not None:
                     self.stats[{1: "verdict_pos", -1: "verdict_neg"}.get(int(verdict), "verdict_zero")] += 1
                 self.stats["invalid_votes"] += int(res.details.get("invalid", 0) or 0)
+                if "hint_accepted" in res.details:  # OPD / Combine: the acceptance rate
+                    self.stats["hint_accepted" if res.details["hint_accepted"] else "hint_rejected"] += 1
+                    judged = self.stats["hint_accepted"] + self.stats["hint_rejected"]
+                    self.stats["hint_acceptance_rate"] = self.stats["hint_accepted"] / judged
+                if res.details.get("branch"):
+                    self.stats[f"branch_{res.details['branch']}"] += 1
 
         await asyncio.gather(*(one(t) for t in turns))
         return len(turns)

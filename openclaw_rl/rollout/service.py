@@ -40,11 +40,7 @@ class PRMTurnJudge:
         return JudgeResult(float(j.verdict) if j.verdict else None, j.verdict != 0, details)
 
 
-def build_turn_judge(cfg):
-    """The judge for a run: ``--custom-rm-path`` if given, else the PRM (local or ``--prm-url``)."""
-    if cfg.custom_rm_path:
-        from openclaw_rl.rollout.custom_rm import CustomRewardJudge
-        return CustomRewardJudge(cfg.custom_rm_path, cfg)
+def _build_prm(cfg):
     from openclaw_rl.judges.backends import build_backend
     from openclaw_rl.judges.prm import PRMJudge
 
@@ -52,9 +48,49 @@ def build_turn_judge(cfg):
     backend = build_backend(prm_url=x.get("prm_url"), prm_model=x.get("prm_model_name"),
                             prm_api_key=x.get("prm_api_key"),
                             model_path=x.get("prm_model_path") or cfg.model_path, mode=x.get("prm_mode", "logprob"))
-    return PRMTurnJudge(PRMJudge(backend, majority_vote_n=x.get("majority_vote_n", 1),
-                                 threshold=x.get("majority_vote_threshold", 0.5),
-                                 num_workers=x.get("num_judge_workers", 2)))
+    return PRMJudge(backend, majority_vote_n=x.get("majority_vote_n", 1),
+                    threshold=x.get("majority_vote_threshold", 0.5), num_workers=x.get("num_judge_workers", 2))
+
+
+def _build_hint_judge(cfg, prm=None):
+    """The OPD hint judge: ``--judge-url``, else a local model with structured decoding
+    (``--judge-model-path`` / ``JUDGE_MODEL_PATH``, default the policy's base model; it shares
+    the PRM's loaded weights when both are the same local model)."""
+    from openclaw_rl.judges.backends import OpenAIJudgeBackend
+    from openclaw_rl.judges.hint_backend import StructuredHintBackend
+    from openclaw_rl.judges.hints import HintJudge
+
+    x = cfg.extra
+    kw = dict(temperature=x.get("hint_temperature", 0.7))
+    if x.get("judge_url"):
+        backend = OpenAIJudgeBackend(x["judge_url"], x.get("judge_model_name") or "default",
+                                     api_key=x.get("judge_api_key"), max_tokens=x.get("hint_max_new_tokens", 128), **kw)
+    else:
+        path = x.get("judge_model_path") or cfg.model_path
+        shared = getattr(getattr(prm, "backend", None), "model_path", None) == str(path)
+        backend = StructuredHintBackend(path, max_new_tokens=x.get("hint_max_new_tokens", 64),
+                                    model=prm.backend.model if shared else None,
+                                    tokenizer=prm.backend.tokenizer if shared else None, **kw)
+    return HintJudge(backend, majority_vote_n=x.get("majority_vote_n", 1), min_chars=x.get("hint_min_chars", 15))
+
+
+def build_turn_judge(cfg):
+    """The judge for a run: ``--custom-rm-path`` if given; else by ``--advantage-estimator``:
+    ``opd`` the hint judge, ``combine`` the PRM and the hint judge, otherwise the PRM (local or
+    ``--prm-url``)."""
+    if cfg.custom_rm_path:
+        from openclaw_rl.rollout.custom_rm import CustomRewardJudge
+        return CustomRewardJudge(cfg.custom_rm_path, cfg)
+    if cfg.advantage_estimator in ("opd", "combine"):
+        from openclaw_rl.models import load_tokenizer
+        from openclaw_rl.opd.judge import CombineTurnJudge, OPDTurnJudge
+
+        tokenizer = load_tokenizer(cfg.model_path)
+        if cfg.advantage_estimator == "opd":
+            return OPDTurnJudge(_build_hint_judge(cfg), tokenizer)
+        prm = _build_prm(cfg)
+        return CombineTurnJudge(prm, _build_hint_judge(cfg, prm), tokenizer)
+    return PRMTurnJudge(_build_prm(cfg))
 
 
 class OpenClawRolloutService:

@@ -1,0 +1,204 @@
+"""Advantages of on-policy distillation (OPD) and of Combine (OPD + Binary RL).
+
+OPD, per response token ``t`` of a turn with an accepted hint:
+
+    A_t = log pi_teacher(y_t | x + hint, y_<t) - log pi_old(y_t | x, y_<t)
+
+where ``pi_old`` is the policy before this update (the student log-probs that
+:func:`openclaw_rl.opd.teacher.score_teacher` computes in the same pass as the teacher's;
+the sampling log-probs when absent). ``--opd-adv-clip C`` clips ``|A_t|`` to ``C`` since log-gaps
+are unbounded. The loss is slime's PPO clipped surrogate on these advantages.
+
+Combine dispatches each judged turn to branches (:func:`dispatch_branch`, the table below) and
+mixes, per token,
+
+    A_t = w_opd * Â_opd,t + w_rl * r̂
+
+with each branch normalised over its own tokens before mixing, so neither dominates by scale:
+``Â_opd = A_opd / (rms_opd + eps)`` where ``rms_opd`` is the root-mean-square of ``A_opd`` over
+the loss tokens of all OPD-branch samples in the batch, and ``r̂ = r / (rms_rl + eps)`` with
+``rms_rl`` over the loss tokens of the RL-branch samples (``rms_rl = 1`` for ±1 rewards). Weights
+``--combine-w-opd`` / ``--combine-w-rl`` (env ``OPENCLAW_COMBINE_W_OPD`` / ``OPENCLAW_COMBINE_W_RL``,
+default 1.0).
+
+Dispatch table (hint judge x PRM verdict), each turn at most one sample:
+
+=================  ===========  =============
+hint               verdict ±1   verdict 0
+=================  ===========  =============
+accepted           both         opd
+rejected           rl           none (no sample)
+=================  ===========  =============
+
+References: OpenClaw-RL (Binary RL + hindsight OPD, "Combine"); Schulman et al. 2017 (PPO).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from slime.sample import Sample
+
+__all__ = ["BRANCHES", "dispatch_branch", "opd_token_advantages", "opd_advantages",
+           "combine_advantages", "compute_method_advantages"]
+
+BRANCHES = ("both", "opd", "rl", "none")
+_EPS = 1e-6
+
+
+def dispatch_branch(hint_accepted: bool, verdict: int) -> str:
+    """The Combine branch of a turn (see the module's table): ``both``, ``opd``, ``rl`` or ``none``.
+
+    Raises:
+        ValueError: ``verdict`` not in {-1, 0, 1}.
+    """
+    if verdict not in (-1, 0, 1):
+        raise ValueError(f"verdict must be -1, 0 or 1, got {verdict!r}")
+    if hint_accepted:
+        return "both" if verdict else "opd"
+    return "rl" if verdict else "none"
+
+
+def opd_token_advantages(sample: Sample, clip: float | None = None) -> list[float]:
+    """Per-token OPD advantages ``teacher - old`` of one sample (0 off the loss mask).
+
+    Args:
+        sample: has ``teacher_log_probs`` [R]; ``metadata["student_log_probs"]`` [R] is the
+            baseline when present, else ``rollout_log_probs``.
+        clip: clip each advantage to ``[-clip, clip]`` (None: no clipping).
+
+    Returns:
+        ``R`` floats.
+
+    Raises:
+        ValueError: no ``teacher_log_probs``, or ``clip <= 0``.
+    """
+    if sample.teacher_log_probs is None:
+        raise ValueError(f"sample {sample.turn_id or '?'} has no teacher_log_probs; score the teacher first")
+    if clip is not None and not clip > 0:
+        raise ValueError(f"--opd-adv-clip must be > 0, got {clip}")
+    old = sample.metadata.get("student_log_probs") or sample.rollout_log_probs
+    out = []
+    for t_lp, o_lp, m in zip(sample.teacher_log_probs, old, sample.loss_mask):  # type: ignore[arg-type]
+        a = float(t_lp) - float(o_lp) if m else 0.0
+        if clip is not None:
+            a = max(-clip, min(clip, a))
+        out.append(a)
+    return out
+
+
+def opd_advantages(samples: Sequence[Sample], clip: float | None = None) -> tuple[list[Sample], dict]:
+    """Set ``advantages`` of OPD samples; samples without a teacher get zero loss mask.
+
+    Returns:
+        ``(samples, metrics)`` with ``opd/n``, ``opd/adv_mean``, ``opd/adv_abs_mean`` and
+        ``opd/adv_clipfrac`` (token means over the OPD samples' loss tokens).
+    """
+    raw_sum = abs_sum = clipped = n_tok = 0.0
+    n = 0
+    for s in samples:
+        if s.teacher_log_probs is None:
+            s.loss_mask = [0] * s.response_length
+            s.advantages = [0.0] * s.response_length
+            continue
+        raw = opd_token_advantages(s)
+        s.advantages = opd_token_advantages(s, clip) if clip else raw
+        n += 1
+        for r, a, m in zip(raw, s.advantages, s.loss_mask):  # type: ignore[arg-type]
+            if m:
+                n_tok += 1
+                raw_sum += a
+                abs_sum += abs(a)
+                clipped += float(a != r)
+    d = max(1.0, n_tok)
+    return list(samples), {"opd/n": n, "opd/adv_mean": raw_sum / d, "opd/adv_abs_mean": abs_sum / d,
+                           "opd/adv_clipfrac": clipped / d}
+
+
+def _rms(values: list[float]) -> float:
+    return math.sqrt(sum(v * v for v in values) / len(values)) if values else 0.0
+
+
+def _branch(s: Sample) -> str:
+    b = (s.metadata.get("judgement") or {}).get("branch")
+    if b in BRANCHES:
+        return b
+    return dispatch_branch(s.teacher_log_probs is not None, int(round(s.reward)) if s.reward else 0)
+
+
+def combine_advantages(samples: Sequence[Sample], w_opd: float = 1.0, w_rl: float = 1.0,
+                       clip: float | None = None) -> tuple[list[Sample], dict]:
+    """Combine's per-token advantages (module docstring), written into ``advantages``.
+
+    Args:
+        samples: judged samples; the branch comes from ``metadata["judgement"]["branch"]``
+            (else from the presence of ``teacher_log_probs`` and the reward).
+        w_opd / w_rl: branch weights (>= 0).
+        clip: ``--opd-adv-clip`` applied to the raw OPD advantages before normalisation.
+
+    Returns:
+        ``(samples, metrics)``: ``combine/n_{both,opd,rl,none}``, ``combine/opd_rms``,
+        ``combine/rl_rms`` (the normalisers), ``combine/opd_contrib`` and ``combine/rl_contrib``
+        (mean ``|w * Â|`` of each branch over all loss tokens of the batch).
+        ``teacher_log_probs`` move to ``metadata`` when only some samples have them (the batch
+        collator wants all or none).
+
+    Raises:
+        ValueError: negative weights, or an OPD-branch sample without ``teacher_log_probs``.
+    """
+    if w_opd < 0 or w_rl < 0:
+        raise ValueError(f"combine weights must be >= 0, got w_opd={w_opd}, w_rl={w_rl}")
+    branches = [_branch(s) for s in samples]
+    counts = Counter(branches)
+    opd_raw = {i: opd_token_advantages(s, clip) for i, (s, b) in enumerate(zip(samples, branches))
+               if b in ("both", "opd")}
+    opd_tokens = [a for i, adv in opd_raw.items() for a, m in zip(adv, samples[i].loss_mask) if m]
+    rl_tokens = [float(s.reward) for s, b in zip(samples, branches) if b in ("both", "rl")
+                 for m in s.loss_mask if m]
+    opd_rms, rl_rms = _rms(opd_tokens), _rms(rl_tokens)
+    opd_contrib = rl_contrib = n_tok = 0.0
+    for i, (s, b) in enumerate(zip(samples, branches)):
+        if b == "none":
+            s.loss_mask = [0] * s.response_length
+        adv = [0.0] * s.response_length
+        for t, m in enumerate(s.loss_mask):
+            if not m:
+                continue
+            n_tok += 1
+            if i in opd_raw:
+                a = w_opd * opd_raw[i][t] / (opd_rms + _EPS)
+                adv[t] += a
+                opd_contrib += abs(a)
+            if b in ("both", "rl"):
+                a = w_rl * float(s.reward) / (rl_rms + _EPS)
+                adv[t] += a
+                rl_contrib += abs(a)
+        s.advantages = adv
+    if any(s.teacher_log_probs is None for s in samples):
+        for s in samples:
+            if s.teacher_log_probs is not None:
+                s.metadata["teacher_log_probs"], s.teacher_log_probs = s.teacher_log_probs, None
+    d = max(1.0, n_tok)
+    metrics = {f"combine/n_{b}": counts.get(b, 0) for b in BRANCHES}
+    metrics.update({"combine/opd_rms": opd_rms, "combine/rl_rms": rl_rms,
+                    "combine/opd_contrib": opd_contrib / d, "combine/rl_contrib": rl_contrib / d})
+    return list(samples), metrics
+
+
+def compute_method_advantages(samples: Sequence[Sample], cfg: Any) -> tuple[list[Sample], dict]:
+    """Dispatch on ``cfg.advantage_estimator`` (``opd`` or ``combine``) with the run's flags.
+
+    Raises:
+        ValueError: another estimator (use :func:`slime.advantages.compute_advantages`).
+    """
+    from openclaw_rl.rollout.args import combine_weights
+
+    clip = cfg.extra.get("opd_adv_clip")
+    if cfg.advantage_estimator == "opd":
+        return opd_advantages(samples, clip)
+    if cfg.advantage_estimator == "combine":
+        return combine_advantages(samples, *combine_weights(cfg.extra), clip)
+    raise ValueError(f"advantage estimator {cfg.advantage_estimator!r} is not an OPD method")

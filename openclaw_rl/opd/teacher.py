@@ -1,0 +1,198 @@
+"""The OPD teacher: the turn's prompt with the hint added, scored on the student's exact tokens.
+
+Teacher context (documented format): the hint is appended to the content of the **last user
+message** of the turn's prompt as
+
+    <original content>\\n\\n[Hint: <hint>]
+
+(:data:`HINT_FORMAT`); a prompt without a user message gets the hint as a new final user
+message. The hinted messages are rendered with the policy's chat template exactly as the server
+renders a request (same tools, generation prompt), giving the teacher prompt ids. The teacher
+sequence is ``teacher_prompt_ids + response_ids``, where ``response_ids`` are the student's
+sampled ids taken from the sample unchanged: the response is never re-rendered or re-tokenized,
+so teacher log-prob ``t`` and student log-prob ``t`` are both of response token ``t``.
+
+An empty hint means identical contexts: the stored prompt ids are used as they are (no render).
+
+:func:`response_logprobs` scores ``R`` response tokens after any prompt in one forward pass.
+:func:`score_teacher` fills ``Sample.teacher_log_probs`` (and the student's current log-probs, the
+advantage's baseline) for a batch, with the teacher source of ``--opd-teacher``:
+
+* ``base`` (default): the frozen base weights (LoRA: the adapter disabled; full fine-tuning: the
+  base checkpoint loaded once from ``--model-path``, so a resumed run still uses the base);
+* ``live``: the current policy.
+
+Reference: OpenClaw-RL hindsight-hint OPD; Agarwal et al. 2024 (GKD); Thinking Machines,
+"On-Policy Distillation" (2025): per-token reverse-KL advantage ``log p_teacher - log p_student``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from slime.logprobs import compute_token_logprobs
+from slime.sample import Sample
+
+__all__ = ["HINT_FORMAT", "TEACHER_SOURCES", "hinted_messages", "teacher_prompt_ids",
+           "response_logprobs", "score_teacher"]
+
+log = logging.getLogger(__name__)
+
+HINT_FORMAT = "\n\n[Hint: {hint}]"
+TEACHER_SOURCES = ("base", "live")
+
+
+def hinted_messages(messages: Sequence[dict], hint: str) -> list[dict]:
+    """Copy of ``messages`` with :data:`HINT_FORMAT` appended to the last user message.
+
+    Args:
+        messages: chat-template messages (``role``, ``content`` as a string or OpenAI parts).
+        hint: the hint text (non-empty).
+
+    Returns:
+        A new list; the input is not modified. Without a user message, a user message holding
+        only the hint (``[Hint: ...]``) is appended.
+
+    Raises:
+        ValueError: an empty hint.
+    """
+    if not hint or not hint.strip():
+        raise ValueError("an empty hint leaves the teacher context identical to the student's")
+    out = copy.deepcopy(list(messages))
+    suffix = HINT_FORMAT.format(hint=hint.strip())
+    for m in reversed(out):
+        if m.get("role") == "user":
+            content = m.get("content")
+            if isinstance(content, list):  # OpenAI content parts: add a text part
+                m["content"] = content + [{"type": "text", "text": suffix}]
+            else:
+                m["content"] = (content or "") + suffix
+            return out
+    out.append({"role": "user", "content": suffix.strip()})
+    return out
+
+
+def teacher_prompt_ids(tokenizer: Any, messages: Sequence[dict], tools: list[dict] | None,
+                       hint: str | None, prompt_ids: Sequence[int]) -> list[int]:
+    """The teacher's prompt ids for one turn.
+
+    Args:
+        tokenizer: the policy's tokenizer (its chat template renders the prompt).
+        messages / tools: the turn's prompt messages and tools, as stored by capture.
+        hint: the selected hint; None or empty means identical contexts.
+        prompt_ids: the student's stored prompt ids (returned unchanged for an empty hint).
+
+    Returns:
+        Token ids of the hinted prompt, ending with the generation prompt.
+
+    Raises:
+        ValueError: the chat template fails on the messages.
+    """
+    if not hint or not hint.strip():
+        return list(prompt_ids)
+    text = tokenizer.apply_chat_template(hinted_messages(messages, hint), tools=tools or None,
+                                         add_generation_prompt=True, tokenize=False)
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def response_logprobs(model: torch.nn.Module, prompt_ids: Sequence[int], response_ids: Sequence[int],
+                      temperature: float = 1.0, device: torch.device | str | None = None) -> torch.Tensor:
+    """Log-probs of ``response_ids`` after ``prompt_ids`` under ``model``, one forward pass, no grad.
+
+    Args:
+        model: a causal LM (peft-wrapped is fine).
+        prompt_ids: ``P >= 1`` context ids. response_ids: ``R`` ids to score.
+        temperature: logits are divided by it (match the sampling temperature).
+        device: where to run (default: the model's device).
+
+    Returns:
+        ``[R]`` float tensor on CPU, entry ``t`` = ``log p(response_ids[t] | prompt, response[:t])``.
+
+    Raises:
+        ValueError: empty ``prompt_ids``.
+    """
+    if not prompt_ids:
+        raise ValueError("the teacher prompt is empty")
+    dev = device or next(model.parameters()).device
+    ids = list(prompt_ids) + list(response_ids)
+    P, R = len(prompt_ids), len(response_ids)
+    ids_1_L = torch.tensor([ids], dtype=torch.long, device=dev)
+    resp_1_L = torch.zeros_like(ids_1_L, dtype=torch.bool)
+    resp_1_L[0, P:] = True
+    with torch.no_grad():
+        out = compute_token_logprobs(model, ids_1_L, torch.ones_like(ids_1_L), resp_1_L,
+                                     temperature=temperature)
+    return out.logprobs_B_L[0, P:P + R].detach().float().cpu()
+
+
+@contextlib.contextmanager
+def _teacher_model(backend: Any, source: str):
+    """Yield the teacher module for ``source`` (see module docstring); eval mode, no grad."""
+    if source == "live":
+        yield backend.model
+    elif backend.is_lora:
+        with backend.model.disable_adapter():
+            yield backend.model
+    else:
+        if backend.ref_model is None:  # the base checkpoint, loaded once from disk
+            from openclaw_rl.models import load_model
+            base = load_model(backend.cfg.model_path, dtype=backend.param_dtype).to(backend.device)
+            backend.ref_model = base.eval().requires_grad_(False)
+        yield backend.ref_model
+
+
+def score_teacher(backend: Any, samples: Sequence[Sample], source: str = "base") -> list[Sample]:
+    """Fill ``teacher_log_probs`` and ``metadata["student_log_probs"]`` for OPD samples.
+
+    A sample takes part when ``metadata["teacher_prompt_ids"]`` (or
+    ``metadata["judgement"]["teacher_prompt_ids"]``, where the OPD judge stores them for an
+    accepted hint) is set. Others are returned untouched. When the teacher prompt equals the
+    student prompt (identical contexts), the teacher log-probs are the student's, so the OPD
+    advantage is exactly zero.
+
+    Args:
+        backend: a :class:`slime.backend.TrainingBackend` (its model, LoRA state, temperature).
+        samples: the rollout's samples.
+        source: ``"base"`` or ``"live"`` (``--opd-teacher``).
+
+    Returns:
+        The same samples (mutated): ``teacher_log_probs`` [R] and ``metadata["student_log_probs"]``
+        [R], both at the sampling temperature, on the current policy weights before the update.
+
+    Raises:
+        ValueError: unknown ``source``.
+    """
+    if source not in TEACHER_SOURCES:
+        raise ValueError(f"--opd-teacher must be one of {', '.join(TEACHER_SOURCES)}, got {source!r}")
+    for s in samples:  # the OPD judge stores them with its judgement
+        ids = (s.metadata.get("judgement") or {}).get("teacher_prompt_ids")
+        if ids and not s.metadata.get("teacher_prompt_ids"):
+            s.metadata["teacher_prompt_ids"] = list(ids)
+    todo = [s for s in samples if s.metadata.get("teacher_prompt_ids")]
+    if not todo:
+        return list(samples)
+    was_training = backend.model.training
+    backend.model.eval()
+    try:
+        for s in todo:
+            student = response_logprobs(backend.model, s.prompt_tokens, s.response_tokens, backend.temperature)
+            s.metadata["student_log_probs"] = student.tolist()
+            if list(s.metadata["teacher_prompt_ids"]) == s.prompt_tokens:
+                s.teacher_log_probs = student.tolist()
+                continue
+        with _teacher_model(backend, source) as teacher:
+            for s in todo:
+                if s.teacher_log_probs is None:
+                    s.teacher_log_probs = response_logprobs(
+                        teacher, s.metadata["teacher_prompt_ids"], s.response_tokens, backend.temperature).tolist()
+    finally:
+        backend.model.train(was_training)
+    for s in todo:
+        s.validate()
+    return list(samples)
