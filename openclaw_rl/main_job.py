@@ -1,15 +1,17 @@
-"""``make run``: the main job, Binary RL on the embedded model, on CPU, end to end.
+"""``make run``: the main job on the embedded model, on CPU, end to end (``--method`` / ``METHOD``:
+``combine`` by default, ``rl`` for Binary RL, ``opd`` for on-policy distillation).
 
 1. Starts the intercept server on ``builtin:smollm2-135m`` with capture on.
 2. Measures the preference-satisfaction rate on held-out MT-bench questions (side turns: never
    trained on).
-3. Starts the trainer on Ray (rollout manager: store + PRM judges; train actor: LoRA policy),
+3. Starts the trainer on Ray (rollout manager: store + judges -- the PRM for ``rl``, the hint
+   judge for ``opd``, both for ``combine``; train actor: LoRA policy),
    while a simulated user with a stated preference (plain sentences, no markdown) talks to the
    server through the ``openai`` SDK and answers each reply with natural feedback. Every step's
    weights are published to the server while requests keep flowing.
 4. Measures the satisfaction rate again and prints a summary: sessions, main/side turns, verdict
    counts, samples trained, steps, versions published, failed requests, before/after rates, and
-   the path of the reward/loss plot.
+   the path of the reward/loss plot, plus the dispatch counts and the hint acceptance rate.
 
 ``make run ARGS="--steps 20"`` trains longer.
 """
@@ -27,6 +29,10 @@ from openclaw_rl.models import DEFAULT_MODEL
 from openclaw_rl.simulated_user import PREFERENCE, feedback, split_questions, violates_preference
 
 API_KEY = "sk-local"
+#: trainer flags per ``--method`` (``make run METHOD=rl|opd|combine``)
+METHOD_ARGS = {"rl": ("--advantage-estimator", "broadcast"),
+               "opd": ("--advantage-estimator", "opd", "--opd-teacher", "base"),
+               "combine": ("--advantage-estimator", "combine", "--opd-teacher", "base")}
 SYSTEM = "You are a helpful assistant."
 
 
@@ -81,6 +87,25 @@ class UserDriver(threading.Thread):
             i += 1
 
 
+def judgement_counts(store, turns) -> tuple[dict, dict, dict]:
+    """Count the main turns' judgements: PRM verdicts ``{"+1", "-1", "0"}``, Combine/OPD branches
+    ``{"both", "opd", "rl", "none"}`` and hints ``{"accepted", "rejected"}``."""
+    verdicts: dict[str, int] = {}
+    branches: dict[str, int] = {}
+    hints = {"accepted": 0, "rejected": 0}
+    for t in turns:
+        j = store.judgement(t.id) if t.turn_type == "main" else None
+        d = (j or {}).get("details") or {}
+        if "verdict" in d:
+            key = {1: "+1", -1: "-1"}.get(d["verdict"], "0")
+            verdicts[key] = verdicts.get(key, 0) + 1
+        if d.get("branch"):
+            branches[d["branch"]] = branches.get(d["branch"], 0) + 1
+        if "hint_accepted" in d:
+            hints["accepted" if d["hint_accepted"] else "rejected"] += 1
+    return verdicts, branches, hints
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the main job; returns 0, or 1 if any request failed."""
     import ray
@@ -90,13 +115,15 @@ def main(argv: list[str] | None = None) -> int:
     from slime.arguments import parse_args
     from slime.train import default_arg_adders, train
 
-    p = argparse.ArgumentParser(prog="make run", description="Binary RL main job on the embedded model.")
+    p = argparse.ArgumentParser(prog="make run", description="The main job on the embedded model.")
     p.add_argument("--model-path", default=DEFAULT_MODEL)
     p.add_argument("--steps", type=int, default=4, help="train steps (weight versions published)")
     p.add_argument("--batch-size", type=int, default=4, help="judged turns per step")
     p.add_argument("--max-tokens", type=int, default=80)
     p.add_argument("--held-out", type=int, default=8, help="held-out questions for the satisfaction rate")
     p.add_argument("--out", default="outputs/main-job")
+    p.add_argument("--method", choices=sorted(METHOD_ARGS), default="combine",
+                   help="rl (Binary RL), opd (on-policy distillation) or combine (both; default)")
     a = p.parse_args(argv)
     out = Path(a.out) / time.strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
@@ -114,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             "--model-path", a.model_path, "--server-url", base, "--api-key", API_KEY,
             "--rl-buffer-dir", str(out / "rl_buffer"), "--save", str(out / "ckpt"), "--save-interval", "2",
             "--log-dir", str(out / "logs"), "--num-rollout", str(a.steps),
-            "--rollout-batch-size", str(a.batch_size), "--advantage-estimator", "broadcast",
+            "--rollout-batch-size", str(a.batch_size), *METHOD_ARGS[a.method],
             "--use-lora", "--lora-rank", "8", "--lr", "2e-4", "--eps-clip", "0.2", "--eps-clip-high", "0.28",
             "--use-tis", "--max-staleness", "3", "--prm-mode", "logprob", "--majority-vote-n", "1",
             "--num-judge-workers", "1", "--rollout-max-response-len", str(a.max_tokens)],
@@ -130,14 +157,12 @@ def main(argv: list[str] | None = None) -> int:
         after = satisfaction_rate(base, test_q, a.max_tokens)
     store = TrajectoryStore(out / "rl_buffer")
     turns = store.turns()
-    verdicts: dict[str, int] = {}
-    for t in turns:
-        j = store.judgement(t.id) if t.turn_type == "main" else None
-        if j and j["details"] and "verdict" in j["details"]:
-            key = {1: "+1", -1: "-1"}.get(j["details"]["verdict"], "0")
-            verdicts[key] = verdicts.get(key, 0) + 1
+    verdicts, branches, hints = judgement_counts(store, turns)
     result = {"sessions": len(store.session_ids()), "main_turns": sum(t.turn_type == "main" for t in turns),
-              "side_turns": sum(t.turn_type == "side" for t in turns), "verdicts": verdicts,
+              "side_turns": sum(t.turn_type == "side" for t in turns), "method": a.method, "verdicts": verdicts,
+              "dispatch": branches, "hints": hints,
+              "hint_acceptance_rate": (hints["accepted"] / max(1, hints["accepted"] + hints["rejected"])
+                                       if a.method != "rl" else None),
               "samples_trained": summary["samples_trained"], "steps": summary["steps"],
               "versions_published": summary["versions_published"], "failed_requests": driver.failed,
               "user_sessions": driver.sessions, "satisfaction_before": before, "satisfaction_after": after,
