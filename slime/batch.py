@@ -33,6 +33,9 @@ class SampleBatch:
     rollout_logprobs_B_L: float, ``rollout_log_probs`` on response tokens.
     advantages_B_L: float, ``advantages`` on response tokens, or ``None`` if no sample has them.
     teacher_logprobs_B_L: float, ``teacher_log_probs`` on response tokens, or ``None``.
+    teacher_topk_ids_B_L_K / teacher_topk_logprobs_B_L_K: the teacher's top-K token ids and their
+        log-probs at each response position (from ``metadata["teacher_topk_ids"]`` /
+        ``["teacher_topk_logprobs"]``, ``[R][K]`` per sample; top-K distillation), or ``None``.
     """
 
     input_ids_B_L: torch.Tensor
@@ -42,6 +45,8 @@ class SampleBatch:
     rollout_logprobs_B_L: torch.Tensor
     advantages_B_L: torch.Tensor | None
     teacher_logprobs_B_L: torch.Tensor | None
+    teacher_topk_ids_B_L_K: torch.Tensor | None = None
+    teacher_topk_logprobs_B_L_K: torch.Tensor | None = None
 
     @property
     def num_loss_tokens(self) -> float:
@@ -93,12 +98,34 @@ def collate_samples(
             adv[b, p:n] = torch.tensor(s.advantages, dtype=dtype)
         if teacher is not None:
             teacher[b, p:n] = torch.tensor(s.teacher_log_probs, dtype=dtype)
-    batch = SampleBatch(ids, attn, resp, loss, rollout, adv, teacher)
+    topk_ids, topk_lp = _collate_topk(samples, L, dtype)
+    batch = SampleBatch(ids, attn, resp, loss, rollout, adv, teacher, topk_ids, topk_lp)
     if device is not None:
         batch = SampleBatch(*(t.to(device) if t is not None else None for t in (
             batch.input_ids_B_L, batch.attention_mask_B_L, batch.response_mask_B_L, batch.loss_mask_B_L,
-            batch.rollout_logprobs_B_L, batch.advantages_B_L, batch.teacher_logprobs_B_L)))
+            batch.rollout_logprobs_B_L, batch.advantages_B_L, batch.teacher_logprobs_B_L,
+            batch.teacher_topk_ids_B_L_K, batch.teacher_topk_logprobs_B_L_K)))
     return batch
+
+
+def _collate_topk(samples: Sequence[Sample], L: int, dtype: torch.dtype):
+    """``[B, L, K]`` teacher top-K ids / log-probs on response positions (None when no sample has
+    them; samples without them get id 0 and log-prob 0, and must be loss-masked by the caller)."""
+    rows = [(s.metadata.get("teacher_topk_ids"), s.metadata.get("teacher_topk_logprobs")) for s in samples]
+    if not any(ids for ids, _ in rows):
+        return None, None
+    K = len(next(ids for ids, _ in rows if ids)[0])
+    ids_B_L_K = torch.zeros(len(samples), L, K, dtype=torch.long)
+    lp_B_L_K = torch.zeros(len(samples), L, K, dtype=dtype)
+    for b, (s, (ids, lps)) in enumerate(zip(samples, rows)):
+        if not ids:
+            continue
+        if len(ids) != s.response_length or len(lps) != s.response_length or any(len(r) != K for r in ids):
+            raise ValueError(f"sample {b}: teacher top-K must be [response_length={s.response_length}][K={K}]")
+        p = s.prompt_length
+        ids_B_L_K[b, p:p + s.response_length] = torch.tensor(ids, dtype=torch.long)
+        lp_B_L_K[b, p:p + s.response_length] = torch.tensor(lps, dtype=dtype)
+    return ids_B_L_K, lp_B_L_K
 
 
 def split_micro_batches(samples: Sequence[Sample], micro_batch_size: int) -> list[list[Sample]]:

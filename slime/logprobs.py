@@ -39,10 +39,13 @@ class TokenLogprobs(NamedTuple):
     logprobs_B_L: ``[B, L]`` float32 (float64 for a float64 model); log-prob of each selected token given its prefix, 0 elsewhere.
     entropy_B_L: ``[B, L]`` float32 entropy of the predictive distribution for each selected token,
         0 elsewhere; ``None`` unless ``return_entropy=True``.
+    extra_logprobs_B_L_K: ``[B, L, K]`` log-probs of ``extra_ids_B_L_K`` at each selected position
+        (same prediction as ``logprobs_B_L``), 0 elsewhere; ``None`` unless extra ids were given.
     """
 
     logprobs_B_L: torch.Tensor
     entropy_B_L: torch.Tensor | None
+    extra_logprobs_B_L_K: torch.Tensor | None = None
 
 
 def token_logprobs_from_logits(
@@ -98,9 +101,10 @@ def _check_temperature(temperature: float) -> None:
 
 def _chunk_logprob_entropy(
     hidden_N_H: torch.Tensor, targets_N: torch.Tensor, lm_head: torch.nn.Module, temperature: float,
-    softcap: float | None, want_entropy: bool,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Log-prob of ``targets_N`` and entropy for ``N`` hidden states; returns two ``[N]`` float32."""
+    softcap: float | None, want_entropy: bool, extra_N_K: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor] | tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Log-prob of ``targets_N`` and entropy for ``N`` hidden states (two ``[N]`` float32), plus
+    the ``[N, K]`` log-probs of ``extra_N_K`` when given."""
     logits_N_V = _upcast(lm_head(hidden_N_H))
     if softcap is not None:
         logits_N_V = torch.tanh(logits_N_V / softcap) * softcap
@@ -112,6 +116,8 @@ def _chunk_logprob_entropy(
         ent_N = lse_N - (probs_N_V * logits_N_V).sum(-1)
     else:
         ent_N = torch.zeros_like(logp_N)
+    if extra_N_K is not None:
+        return logp_N, ent_N, logits_N_V.gather(-1, extra_N_K) - lse_N[:, None]
     return logp_N, ent_N
 
 
@@ -134,6 +140,7 @@ def compute_token_logprobs(
     chunk_size: int = 1024,
     temperature: float = 1.0,
     return_entropy: bool = False,
+    extra_ids_B_L_K: torch.Tensor | None = None,
 ) -> TokenLogprobs:
     """Per-token log-probs (and optionally entropies) of ``input_ids_B_L`` under ``model``.
 
@@ -149,6 +156,8 @@ def compute_token_logprobs(
         chunk_size: positions per LM-head chunk (> 0); peak extra memory ``chunk_size * V``.
         temperature: sampling temperature the logits are divided by (> 0), to match the engine.
         return_entropy: also return per-token entropies.
+        extra_ids_B_L_K: ``[B, L, K]`` long ids whose log-probs are also wanted at each selected
+            position (e.g. a teacher's top-K tokens for distillation); same chunking and grad.
 
     Returns:
         :class:`TokenLogprobs` with float32 ``logprobs_B_L`` (and ``entropy_B_L``), zero at
@@ -197,24 +206,33 @@ def compute_token_logprobs(
     targets_N = input_ids_B_L[b_idx_N, t_idx_N]
     softcap = getattr(getattr(model, "config", None), "final_logit_softcapping", None)
 
-    logp_parts, ent_parts = [], []
+    extra_N_K = None if extra_ids_B_L_K is None else extra_ids_B_L_K[b_idx_N, t_idx_N].long()
+    logp_parts, ent_parts, extra_parts = [], [], []
     use_ckpt = torch.is_grad_enabled() and hidden_N_H.requires_grad
     for start in range(0, hidden_N_H.shape[0], chunk_size):
         h = hidden_N_H[start : start + chunk_size]
         y = targets_N[start : start + chunk_size]
+        x = None if extra_N_K is None else extra_N_K[start : start + chunk_size]
         if use_ckpt:
-            lp, ent = checkpoint(_chunk_logprob_entropy, h, y, lm_head, temperature, softcap, return_entropy,
-                                 use_reentrant=False)
+            res = checkpoint(_chunk_logprob_entropy, h, y, lm_head, temperature, softcap, return_entropy, x,
+                             use_reentrant=False)
         else:
-            lp, ent = _chunk_logprob_entropy(h, y, lm_head, temperature, softcap, return_entropy)
-        logp_parts.append(lp)
-        ent_parts.append(ent)
+            res = _chunk_logprob_entropy(h, y, lm_head, temperature, softcap, return_entropy, x)
+        logp_parts.append(res[0])
+        ent_parts.append(res[1])
+        if x is not None:
+            extra_parts.append(res[2])
 
     out_dtype = torch.float64 if hidden_B_L_H.dtype == torch.float64 else torch.float32
     logprobs_B_L = torch.zeros(B, L, dtype=out_dtype, device=device)
     entropy_B_L = torch.zeros(B, L, dtype=out_dtype, device=device) if return_entropy else None
+    extra_B_L_K = None
+    if extra_ids_B_L_K is not None:
+        extra_B_L_K = torch.zeros(B, L, extra_ids_B_L_K.shape[-1], dtype=out_dtype, device=device)
     if logp_parts:
         logprobs_B_L = logprobs_B_L.index_put((b_idx_N, t_idx_N), torch.cat(logp_parts))
         if entropy_B_L is not None:
             entropy_B_L = entropy_B_L.index_put((b_idx_N, t_idx_N), torch.cat(ent_parts))
-    return TokenLogprobs(logprobs_B_L, entropy_B_L)
+        if extra_B_L_K is not None:
+            extra_B_L_K = extra_B_L_K.index_put((b_idx_N, t_idx_N), torch.cat(extra_parts).to(out_dtype))
+    return TokenLogprobs(logprobs_B_L, entropy_B_L, extra_B_L_K)

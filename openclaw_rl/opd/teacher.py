@@ -40,7 +40,7 @@ from slime.logprobs import compute_token_logprobs
 from slime.sample import Sample
 
 __all__ = ["HINT_FORMAT", "TEACHER_SOURCES", "hinted_messages", "teacher_prompt_ids",
-           "response_logprobs", "score_teacher"]
+           "response_logprobs", "response_topk", "score_teacher"]
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +131,28 @@ def response_logprobs(model: torch.nn.Module, prompt_ids: Sequence[int], respons
     return out.logprobs_B_L[0, P:P + R].detach().float().cpu()
 
 
+def response_topk(model: torch.nn.Module, prompt_ids: Sequence[int], response_ids: Sequence[int], k: int,
+                  temperature: float = 1.0) -> tuple[list[list[int]], list[list[float]]]:
+    """The model's top-``k`` next tokens at each response position (one forward pass, no grad).
+
+    Returns:
+        ``(ids [R][k], logprobs [R][k])``: at position ``t`` the ``k`` most likely tokens given
+        ``prompt + response[:t]`` and their log-probs (logits divided by ``temperature``).
+
+    Raises:
+        ValueError: empty ``prompt_ids`` or ``k < 1``.
+    """
+    if not prompt_ids or k < 1:
+        raise ValueError("the teacher prompt is empty or k < 1")
+    dev = next(model.parameters()).device
+    P, R = len(prompt_ids), len(response_ids)
+    ids_1_L = torch.tensor([list(prompt_ids) + list(response_ids)], dtype=torch.long, device=dev)
+    with torch.no_grad():
+        logits_R_V = model(input_ids=ids_1_L).logits[0, P - 1:P + R - 1].float() / temperature
+        top = torch.log_softmax(logits_R_V, -1).topk(k, dim=-1)
+    return top.indices.cpu().tolist(), top.values.cpu().tolist()
+
+
 @contextlib.contextmanager
 def _teacher_model(backend: Any, source: str):
     """Yield the teacher module for ``source`` (see module docstring); eval mode, no grad."""
@@ -147,7 +169,8 @@ def _teacher_model(backend: Any, source: str):
         yield backend.ref_model
 
 
-def score_teacher(backend: Any, samples: Sequence[Sample], source: str = "base") -> list[Sample]:
+def score_teacher(backend: Any, samples: Sequence[Sample], source: str = "base",
+                  topk: int | None = None) -> list[Sample]:
     """Fill ``teacher_log_probs`` and ``metadata["student_log_probs"]`` for OPD samples.
 
     A sample takes part when ``metadata["teacher_prompt_ids"]`` (or
@@ -160,6 +183,8 @@ def score_teacher(backend: Any, samples: Sequence[Sample], source: str = "base")
         backend: a :class:`slime.backend.TrainingBackend` (its model, LoRA state, temperature).
         samples: the rollout's samples.
         source: ``"base"`` or ``"live"`` (``--opd-teacher``).
+        topk: also store the teacher's top-K tokens per position (``--distill-topk``) in
+            ``metadata["teacher_topk_ids"]`` / ``["teacher_topk_logprobs"]`` (``[R][K]``).
 
     Returns:
         The same samples (mutated): ``teacher_log_probs`` [R] and ``metadata["student_log_probs"]``
@@ -185,12 +210,18 @@ def score_teacher(backend: Any, samples: Sequence[Sample], source: str = "base")
             s.metadata["student_log_probs"] = student.tolist()
             if list(s.metadata["teacher_prompt_ids"]) == s.prompt_tokens:
                 s.teacher_log_probs = student.tolist()
-                continue
+                if topk:
+                    s.metadata["teacher_topk_ids"], s.metadata["teacher_topk_logprobs"] = response_topk(
+                        backend.model, s.prompt_tokens, s.response_tokens, topk, backend.temperature)
         with _teacher_model(backend, source) as teacher:
             for s in todo:
                 if s.teacher_log_probs is None:
+                    t_ids = s.metadata["teacher_prompt_ids"]
                     s.teacher_log_probs = response_logprobs(
-                        teacher, s.metadata["teacher_prompt_ids"], s.response_tokens, backend.temperature).tolist()
+                        teacher, t_ids, s.response_tokens, backend.temperature).tolist()
+                    if topk:
+                        s.metadata["teacher_topk_ids"], s.metadata["teacher_topk_logprobs"] = response_topk(
+                            teacher, t_ids, s.response_tokens, topk, backend.temperature)
     finally:
         backend.model.train(was_training)
     for s in todo:
