@@ -268,3 +268,30 @@ def test_opd_judge_on_a_real_local_judge(tiny_server, tok):
         assert f"No, answer in French please.\n\n[Hint: {d['hint']}]" not in tok.decode(d["teacher_prompt_ids"])
         assert f"hi there\n\n[Hint: {d['hint']}]" in tok.decode(d["teacher_prompt_ids"])
     assert 0.0 <= backend.accept_probability([{"role": "user", "content": "x"}]) <= 1.0
+
+
+# ----------------------------------------------------------------------------- flags
+@pytest.mark.parametrize("argv, env, message", [
+    (["--distill-topk", "4", "--advantage-estimator", "combine"], {}, "--distill-topk needs --advantage-estimator opd"),
+    (["--distill-topk", "0", "--advantage-estimator", "opd"], {}, "--distill-topk must be >= 1"),
+    (["--opd-adv-clip", "-1"], {}, "--opd-adv-clip must be > 0"),
+    (["--opd-teacher", "student"], {}, "invalid choice"),
+    (["--advantage-estimator", "combine"], {"OPENCLAW_COMBINE_W_OPD": "lots"}, "OPENCLAW_COMBINE_W_OPD must be a number"),
+    (["--combine-w-rl", "-0.5"], {}, "--combine-w-rl must be >= 0"),
+])
+def test_bad_opd_flags_are_one_line_errors(argv, env, message, monkeypatch, capsys):
+    from slime.train import main
+
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert main(["--model-path", TINY, "--num-rollout", "1", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_combine_weights_from_env(monkeypatch):
+    from openclaw_rl.rollout.args import combine_weights
+
+    monkeypatch.setenv("OPENCLAW_COMBINE_W_OPD", "0.25")
+    assert combine_weights({"combine_w_opd": None, "combine_w_rl": None}) == (0.25, 1.0)
+    assert combine_weights({"combine_w_opd": 2.0, "combine_w_rl": 0.0}) == (2.0, 0.0)

@@ -223,14 +223,17 @@ class HintJudgement:
 
     @property
     def n_accept(self) -> int:
+        """Votes that accepted with a valid hint."""
         return sum(v.decision == 1 for v in self.votes)
 
     @property
     def n_reject(self) -> int:
+        """Votes that rejected (including hints below the minimum length)."""
         return sum(v.decision == -1 for v in self.votes)
 
     @property
     def n_invalid(self) -> int:
+        """Votes that could not be parsed."""
         return sum(v.decision is None for v in self.votes)
 
     def to_metadata(self) -> dict[str, Any]:
