@@ -35,7 +35,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from openclaw_rl.judges.prompts import _assistant_text, _clip, _content_text, format_tool_calls
+from openclaw_rl.judges.prompts import _ROLE_LABEL, _content_text, turn_parts
 
 __all__ = ["HINT_SYSTEM_PROMPT", "MAX_HINT_SENTENCES", "DEFAULT_MIN_HINT_CHARS", "HintVote",
            "HintJudgement", "HintJudge", "build_hint_messages", "hint_messages_for_turn",
@@ -78,9 +78,6 @@ def _example_answer(hint: str | None) -> str:
     return f"Decision: accept\n<hint>{hint}</hint>" if hint else "Decision: reject"
 
 
-_ROLE_LABEL = {"user": "the user's reply", "tool": "a tool result"}
-
-
 def build_hint_messages(response_text: str, next_state: str, next_state_role: str | None,
                         tool_calls: Sequence[dict] | None = None,
                         user_request: str | None = None) -> list[dict[str, str]]:
@@ -103,15 +100,7 @@ def build_hint_messages(response_text: str, next_state: str, next_state_role: st
     """
     if next_state is None:
         raise ValueError("a turn without a next state has no hindsight hint")
-    parts = []
-    if user_request:
-        parts.append(f"User request:\n{_clip(user_request)}")
-    out = _assistant_text(response_text, tool_calls)
-    calls = format_tool_calls(tool_calls)
-    shown = "\n".join(p for p in (out, f"Tool calls:\n{calls}" if calls else "") if p)
-    parts.append(f"Assistant output:\n{_clip(shown) or '(empty)'}")
-    label = _ROLE_LABEL.get(next_state_role or "", "the next message")
-    parts.append(f"Next state ({label}):\n{_clip(next_state) or '(empty)'}")
+    parts = turn_parts(response_text, next_state, next_state_role, tool_calls, user_request)
     messages = [{"role": "system", "content": HINT_SYSTEM_PROMPT + "\n\n" + _RULES}]
     for req, out_, ns, role, hint in FEW_SHOT:
         messages.append({"role": "user", "content": f"User request:\n{req}\n\nAssistant output:\n{out_}\n\n"

@@ -119,6 +119,17 @@ def build_judge_messages(response_text: str, next_state: str, next_state_role: s
     """
     if next_state is None:
         raise ValueError("a turn without a next state cannot be judged")
+    parts = turn_parts(response_text, next_state, next_state_role, tool_calls, user_request) + [_RULES]
+    return [{"role": "system", "content": JUDGE_SYSTEM_PROMPT},
+            {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def turn_parts(response_text: str, next_state: str, next_state_role: str | None,
+               tool_calls: Sequence[Mapping[str, Any]] | None = None,
+               user_request: str | None = None) -> list[str]:
+    """The judged turn as text blocks: ``User request`` (if given), ``Assistant output`` (with
+    ``Tool calls``) and ``Next state (<role label>)``, each clipped to :data:`MAX_FIELD_CHARS`.
+    Shared by the PRM prompt and the OPD hint prompt (:mod:`openclaw_rl.judges.hints`)."""
     parts = []
     if user_request:
         parts.append(f"User request:\n{_clip(user_request)}")
@@ -127,10 +138,8 @@ def build_judge_messages(response_text: str, next_state: str, next_state_role: s
     shown = "\n".join(p for p in (out, f"Tool calls:\n{calls}" if calls else "") if p)
     parts.append(f"Assistant output:\n{_clip(shown) or '(empty)'}")
     label = _ROLE_LABEL.get(next_state_role or "", "the next message")
-    parts.append(f"Next state ({label}):\n{_clip(next_state) or '(empty)'}")
-    parts.append(_RULES)
-    return [{"role": "system", "content": JUDGE_SYSTEM_PROMPT},
-            {"role": "user", "content": "\n\n".join(parts)}]
+    parts.append(f"Next state ({label}):\n{_clip(next_state or '') or '(empty)'}")
+    return parts
 
 
 def _content_text(content: Any) -> str:
