@@ -1,4 +1,4 @@
-"""``openclaw-rl``: the command line (``serve``, ``export``, ``import``).
+"""``openclaw-rl``: the command line (``serve``, ``export``, ``import``, ``eval``, ``eval-before-after``).
 
 Errors are one line on stderr with exit code 2; nothing already recorded is touched.
 """
@@ -64,7 +64,20 @@ def _serve(argv: list[str]) -> int:
     return serve_main(argv)
 
 
-COMMANDS = {"serve": _serve, "export": _export, "import": _import}
+def _eval(argv: list[str]) -> int:
+    from openclaw_rl.evaluation.cli import main as eval_main
+
+    return eval_main(argv)
+
+
+def _eval_before_after(argv: list[str]) -> int:
+    from openclaw_rl.evaluation.before_after import main as before_after_main
+
+    return before_after_main(argv)
+
+
+COMMANDS = {"serve": _serve, "export": _export, "import": _import, "eval": _eval,
+            "eval-before-after": _eval_before_after}
 
 
 def main(argv: list[str] | None = None) -> int:

