@@ -136,6 +136,14 @@ def add_slime_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     g.add_argument("--rollout-function-path", default=None)
     g.add_argument("--custom-generate-function-path", default=None)
     g.add_argument("--custom-rm-path", default=None)
+    g.add_argument("--max-plugin-failure-fraction", type=float, default=0.5,
+                   help="stop the run when more than this fraction of a step's samples failed in a "
+                        "generate or reward plugin (or judge)")
+    g.add_argument("--prompt-data", default=None,
+                   help="JSONL prompt dataset: train with the prompt-dataset rollout, which generates "
+                        "through the intercept server (the --custom-generate-function-path hook)")
+    g.add_argument("--input-key", default="prompt", help="--prompt-data field holding the prompt")
+    g.add_argument("--label-key", default="label", help="--prompt-data field holding the label")
     return parser
 
 
@@ -146,7 +154,8 @@ class SlimeConfig:
     Every field mirrors the slime flag of the same name (dashes become underscores). Derived
     defaults are already resolved: ``global_batch_size``, ``eps_clip_high``, ``tis_cap`` and
     (with ``use_lora``) ``lora_rank``/``lora_alpha``/``lora_dropout`` are never ``None``.
-    ``extra`` is a read-only mapping of the flags added by method modules;
+    ``extra`` is a read-only mapping of the flags added by method modules, also readable as
+    attributes (``cfg.prm_model_path``), so the config is the ``args`` slime-style plugins get;
     ``unknown_args`` holds unparsed tokens when ``allow_unknown=True``.
     """
 
@@ -191,6 +200,10 @@ class SlimeConfig:
     rollout_function_path: str | None = None
     custom_generate_function_path: str | None = None
     custom_rm_path: str | None = None
+    max_plugin_failure_fraction: float = 0.5
+    prompt_data: str | None = None
+    input_key: str = "prompt"
+    label_key: str = "label"
     extra: Mapping[str, Any] = field(default_factory=lambda: types.MappingProxyType({}))
     unknown_args: tuple[str, ...] = ()
 
@@ -203,6 +216,16 @@ class SlimeConfig:
     def grad_accumulation_steps(self) -> int:
         """Micro-batches per optimizer step: ``global_batch_size // micro_batch_size``."""
         return self.global_batch_size // self.micro_batch_size
+
+    def __getattr__(self, name: str) -> Any:
+        """slime-style ``args.<flag>`` for flags added by method modules (``extra``).
+
+        Raises ``AttributeError`` for names that are neither a field nor in ``extra``.
+        """
+        extra = self.__dict__.get("extra")
+        if extra is not None and not name.startswith("__") and name in extra:
+            return extra[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def get(self, name: str, default: Any = None) -> Any:
         """Return a core field or, failing that, ``extra[name]``, else ``default``."""
@@ -346,6 +369,8 @@ def validate_config(cfg: SlimeConfig) -> None:
             need(getattr(cfg, name) is None, f"--{name.replace('_', '-')} needs --use-lora")
     need(cfg.save_interval is None or cfg.save_interval > 0, f"--save-interval must be > 0, got {cfg.save_interval}")
     need(cfg.save_interval is None or cfg.save is not None, "--save-interval needs --save")
+    need(0.0 <= cfg.max_plugin_failure_fraction <= 1.0,
+         f"--max-plugin-failure-fraction must lie in [0, 1], got {cfg.max_plugin_failure_fraction}")
     for name in ("custom_loss_function_path", "rollout_function_path", "custom_generate_function_path",
                  "custom_rm_path"):
         path = getattr(cfg, name)

@@ -229,11 +229,12 @@ class TrainingBackend(BackendIOMixin):
                 if key != "step" and torch.is_tensor(value) and value.device != device:
                     state[key] = value.to(device, non_blocking=True)
 
-    def _logprobs(self, model: torch.nn.Module, mb: _MicroBatch, *, entropy: bool):
+    def _logprobs(self, model: torch.nn.Module, mb: _MicroBatch, *, entropy: bool, topk: bool = False):
         b = mb.batch
         return compute_token_logprobs(
             model, b.input_ids_B_L, b.attention_mask_B_L, b.response_mask_B_L,
             chunk_size=self.logprob_chunk_size, temperature=self.temperature, return_entropy=entropy,
+            extra_ids_B_L_K=b.teacher_topk_ids_B_L_K if topk else None,
         )
 
     def _ref_logprobs(self, mb: _MicroBatch) -> torch.Tensor:
@@ -323,7 +324,7 @@ class TrainingBackend(BackendIOMixin):
             for mb in micro:
                 b = mb.batch
                 grad_entropy = want_grad_entropy or (not self.recompute_old_logprobs and self.entropy_metric)
-                new = self._logprobs(self.model, mb, entropy=grad_entropy)
+                new = self._logprobs(self.model, mb, entropy=grad_entropy, topk=True)
                 if mb.old_logprobs_B_L is None:
                     mb.old_logprobs_B_L = new.logprobs_B_L.detach()
                 entropy_B_L = new.entropy_B_L if want_grad_entropy else mb.entropy_B_L
@@ -334,6 +335,12 @@ class TrainingBackend(BackendIOMixin):
                     advantages_B_T=b.advantages_B_L, loss_mask_B_T=b.loss_mask_B_L,
                     global_num_tokens=global_num_tokens, rollout_logprobs_B_T=b.rollout_logprobs_B_L,
                     ref_logprobs_B_T=mb.ref_logprobs_B_L, entropy_B_T=entropy_B_L,
+                    response_mask_B_T=b.response_mask_B_L, input_ids_B_T=b.input_ids_B_L,
+                    rewards_B=torch.tensor([float(s.reward or 0.0) for s in mb.samples],
+                                           dtype=b.loss_mask_B_L.dtype, device=self.device),
+                    global_num_samples=float(len(trained)),
+                    student_topk_logprobs_B_T_K=new.extra_logprobs_B_L_K,
+                    teacher_topk_logprobs_B_T_K=b.teacher_topk_logprobs_B_L_K,
                 )
                 out = self._call_loss(inputs)
                 out.loss.backward()

@@ -26,10 +26,16 @@ class LossPluginError(RuntimeError):
     def __init__(self, function: str, message: str):
         super().__init__(f"loss function {function}: {message}; optimizer step skipped, weights unchanged")
         self.function = function
+        self.detail = message
+
+    def __reduce__(self):  # picklable across Ray actors (the default would call __init__(full message))
+        return (type(self), (self.function, self.detail))
 
 
 def callable_name(fn: Callable[..., Any]) -> str:
-    """``module.qualname`` of a function, for messages."""
+    """``module.qualname`` of a function, for messages (a loss plugin's ``plugin_name`` if set)."""
+    if getattr(fn, "plugin_name", None):
+        return str(fn.plugin_name)
     module = getattr(fn, "__module__", None) or "?"
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
     return f"{module}.{name}"
@@ -47,6 +53,8 @@ def checked_loss(loss_fn: Callable[[LossInputs, PolicyLossConfig], Any], name: s
     """
     try:
         out = loss_fn(inputs, config)
+    except LossPluginError:  # an adapter already named the plugin and what it expected
+        raise
     except Exception as exc:
         raise LossPluginError(name, f"raised {type(exc).__name__}: {exc}") from exc
     if isinstance(out, torch.Tensor):  # a bare scalar loss is accepted (no metrics)

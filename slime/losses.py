@@ -100,6 +100,15 @@ class LossInputs:
     rollout_logprobs_B_T: sampling log-probs reported by the inference engine; needed for TIS.
     ref_logprobs_B_T: reference-policy log-probs; needed when the KL loss is on.
     entropy_B_T: current-policy entropy per token (carries grad); needed when ``entropy_coef > 0``.
+    response_mask_B_T: bool, True on response tokens (loss-masked ones included); loss plugins
+        in slime's or the simple convention use it to cut per-sample responses out of ``[B, T]``.
+    input_ids_B_T: long token ids (prompt + response, padding after); slime's ``unconcat_tokens``.
+    rewards_B: ``[B]`` scalar reward of each sample (0.0 where it has none).
+    global_num_samples: samples in the WHOLE global batch (> 0): the divisor of per-sample-mean
+        losses (slime's convention), like ``global_num_tokens`` for token means.
+    student_topk_logprobs_B_T_K / teacher_topk_logprobs_B_T_K: ``[B, T, K]`` current-policy
+        (with grad) and teacher log-probs of the teacher's top-K tokens at each position; only
+        when the samples carry a teacher top-K (``--distill-topk``).
 
     Raises ``ValueError`` (in ``__post_init__``) on a shape mismatch or ``global_num_tokens <= 0``.
     """
@@ -112,13 +121,21 @@ class LossInputs:
     rollout_logprobs_B_T: torch.Tensor | None = None
     ref_logprobs_B_T: torch.Tensor | None = None
     entropy_B_T: torch.Tensor | None = None
+    response_mask_B_T: torch.Tensor | None = None
+    input_ids_B_T: torch.Tensor | None = None
+    rewards_B: torch.Tensor | None = None
+    global_num_samples: float | None = None
+    student_topk_logprobs_B_T_K: torch.Tensor | None = None
+    teacher_topk_logprobs_B_T_K: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
         shape = self.logprobs_B_T.shape
         if self.logprobs_B_T.dim() != 2:
             raise ValueError(f"logprobs_B_T must be 2-D [B, T], got {tuple(shape)}")
+        if self.rewards_B is not None and tuple(self.rewards_B.shape) != (shape[0],):
+            raise ValueError(f"rewards_B has shape {tuple(self.rewards_B.shape)}, expected ({shape[0]},)")
         for name in ("old_logprobs_B_T", "advantages_B_T", "loss_mask_B_T", "rollout_logprobs_B_T",
-                     "ref_logprobs_B_T", "entropy_B_T"):
+                     "ref_logprobs_B_T", "entropy_B_T", "response_mask_B_T", "input_ids_B_T"):
             t = getattr(self, name)
             if t is not None and t.shape != shape:
                 raise ValueError(f"{name} has shape {tuple(t.shape)}, expected {tuple(shape)}")

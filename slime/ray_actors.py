@@ -22,10 +22,11 @@ from pathlib import Path
 
 import ray
 
-from slime.plugins import check_parameters, load_function
+from slime.plugins import load_function
+from slime.rollout_plugins import LIVE_ROLLOUT, load_rollout_function, normalize_rollout_output, rollout_spec
 
 log = logging.getLogger(__name__)
-DEFAULT_ROLLOUT_FUNCTION = "openclaw_rl.rollout.openclaw_rollout.generate_rollout"
+DEFAULT_ROLLOUT_FUNCTION = LIVE_ROLLOUT
 DEFAULT_ROLLOUT_SERVICE = "openclaw_rl.rollout.service.OpenClawRolloutService"
 
 
@@ -51,6 +52,20 @@ def _use_all_cores() -> None:
         pass
 
 
+def _with_service(cfg, service):
+    """``cfg`` with the service's ``server_url`` and ``rl_buffer_dir`` in ``extra`` (what the
+    default generate hook and user plugins reach the server and store through)."""
+    import dataclasses
+    import types
+
+    extra = dict(cfg.extra)
+    if getattr(service, "server_url", None):
+        extra["server_url"] = service.server_url
+    if getattr(service, "buffer_dir", None):
+        extra["rl_buffer_dir"] = str(service.buffer_dir)
+    return dataclasses.replace(cfg, extra=types.MappingProxyType(extra))
+
+
 @ray.remote(num_cpus=0, max_concurrency=4)
 class RolloutManager:
     """Serving + collection + judging side of a run.
@@ -67,23 +82,29 @@ class RolloutManager:
         service_cls = load_function(cfg.extra.get("rollout_service") or DEFAULT_ROLLOUT_SERVICE,
                                     "--rollout-service")
         self.service = service_cls(cfg, resume_step)
-        self.rollout_fn = load_function(cfg.rollout_function_path or DEFAULT_ROLLOUT_FUNCTION,
-                                        "--rollout-function-path", default_name="generate_rollout")
-        check_parameters(self.rollout_fn, "--rollout-function-path", ("args", "rollout_id", "data_source"))
+        self.rollout_spec = rollout_spec(cfg)
+        self.rollout_fn = load_rollout_function(self.rollout_spec)
+        self.args = _with_service(cfg, self.service)
 
     def server_url(self) -> str | None:
         """Base URL of the intercept server (no ``/v1``), or None offline."""
         return getattr(self.service, "server_url", None)
 
     def generate(self, rollout_id: int, evaluation: bool = False):
-        """Run the rollout function; returns ``(samples flattened, metrics)``."""
-        out = self.rollout_fn(self.cfg, rollout_id, self.service.data_source, evaluation=evaluation)
+        """Run the rollout function; returns ``(samples flattened, metrics)``.
+
+        Raises:
+            slime.plugins.PluginError: the rollout function returned something else than sample
+                groups (see :func:`slime.rollout_plugins.normalize_rollout_output`).
+            slime.plugin_failures.PluginFailureError: too many samples of the step failed.
+        """
+        out = self.rollout_fn(self.args, rollout_id, self.service.data_source, evaluation=evaluation)
         if inspect.isawaitable(out):
             import asyncio
             out = asyncio.run(out)
-        groups, metrics = (out if isinstance(out, tuple) else (out, {}))
-        samples = [s for g in groups for s in (g if isinstance(g, list) else [g])]
-        return samples, {**self.service.metrics(), **(metrics or {})}
+        groups, metrics = normalize_rollout_output(out, self.rollout_spec)
+        samples = [s for g in groups for s in g]
+        return samples, {**self.service.metrics(), **metrics}
 
     def mark_trained(self, samples, step: int) -> None:
         """Record that ``samples`` were trained in ``step`` (exactly-once bookkeeping)."""
@@ -116,12 +137,21 @@ class TrainActor:
         from slime.backend import TrainingBackend
 
         loss_fn = None
-        if cfg.custom_loss_function_path:
-            loss_fn = load_function(cfg.custom_loss_function_path, "--custom-loss-function-path",
-                                    default_name="loss_function")
+        spec = cfg.custom_loss_function_path
+        if not spec and cfg.extra.get("distill_topk"):  # OPD's top-K reverse-KL loss plugin
+            spec = "openclaw_rl/opd/topk_loss.py:topk_reverse_kl_loss"
+        if spec:  # any of the three conventions, see slime.loss_plugins
+            from slime.loss_plugins import load_loss_plugin
+            loss_fn = load_loss_plugin(spec, cfg)
         self.cfg = cfg
         self.backend = TrainingBackend(cfg, loss_fn=loss_fn)
         self.export_root = Path(cfg.save or "outputs") / "published"
+
+    def score_teacher(self, samples):
+        """OPD / Combine: fill teacher and student log-probs (``--opd-teacher``); returns the samples."""
+        from openclaw_rl.opd.teacher import score_teacher
+        return score_teacher(self.backend, samples, self.cfg.extra.get("opd_teacher", "base"),
+                             self.cfg.extra.get("distill_topk"))
 
     def resume(self) -> int | None:
         """Load ``--resume-from-checkpoint`` if given; returns its step (None otherwise)."""

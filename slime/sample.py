@@ -75,6 +75,10 @@ class Sample:
             length ``R``.
         advantages: optional per-response-token advantages, length ``R``; filled in by
             :mod:`slime.advantages`.
+        prompt: the prompt as text or chat messages, when known (slime's ``Sample.prompt``;
+            prompt-dataset rollouts and reward plugins read it). Never re-tokenised.
+        response: the response text, when known (slime's ``Sample.response``).
+        label: the prompt's label / reference answer from a prompt dataset (slime's ``label``).
 
     Raises:
         ValueError: from ``__post_init__``/:meth:`validate` when any length or value is
@@ -96,6 +100,9 @@ class Sample:
     metadata: dict[str, Any] = field(default_factory=dict)
     teacher_log_probs: list[float] | None = None
     advantages: list[float] | None = None
+    prompt: str | list[dict[str, Any]] | None = None
+    response: str = ""
+    label: Any = None
 
     def __post_init__(self) -> None:
         self.tokens = [_as_int("tokens", i, t) for i, t in enumerate(self.tokens)]

@@ -64,6 +64,7 @@ def train(cfg, logger: MetricsLogger | None = None) -> dict:
 
     Raises:
         ConfigError: inconsistent configuration (before anything starts).
+        slime.plugins.PluginError: a plugin that does not load or check (before anything starts).
         Exceptions from the actors propagate after the server and judges are shut down.
     """
     import ray
@@ -72,6 +73,8 @@ def train(cfg, logger: MetricsLogger | None = None) -> dict:
 
     if not cfg.num_rollout:
         raise ConfigError("--num-rollout is required")
+    from slime.plugin_check import check_plugins
+    check_plugins(cfg)  # plugins fail here, before any actor or model starts (slime.plugins.PluginError)
     init_ray()
     logger = logger or MetricsLogger(cfg.extra.get("log_dir") or "logs")
     trainer = TrainActor.remote(cfg)
@@ -126,10 +129,23 @@ def main(argv: list[str] | None = None) -> int:
         cfg = parse_args(argv, extra_arg_adders=default_arg_adders())
         from openclaw_rl.rollout.args import validate_openclaw
         validate_openclaw(cfg.extra)
+        if cfg.extra.get("distill_topk") and cfg.advantage_estimator != "opd":
+            raise ConfigError("--distill-topk needs --advantage-estimator opd")
+        from slime.plugin_check import check_plugins  # a bad plugin fails here, before Ray starts
+        for line in check_plugins(cfg):
+            log.info("plugin %s", line)
     except (ConfigError, ValueError) as exc:
         print(f"slime/train.py: error: {exc}", file=sys.stderr)
         return 2
-    summary = train(cfg)
+    from slime.plugin_failures import plugin_error_message
+    try:
+        summary = train(cfg)
+    except Exception as exc:  # a failing plugin stops the run with one line naming it
+        message = plugin_error_message(exc)
+        if message is None:
+            raise
+        print(f"slime/train.py: error: {message}", file=sys.stderr)
+        return 1
     print(json.dumps(summary, indent=2, default=str))
     return 0
 

@@ -16,6 +16,23 @@ def tiny_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def tiny_classifier(tmp_path_factory):
+    """Folder of a tiny random 2-label sequence classifier (tiny-qwen3 config and tokenizer)."""
+    from tests.support.tiny_classifier import build_tiny_classifier
+
+    return build_tiny_classifier(tmp_path_factory.mktemp("tiny_classifier"))
+
+
+@pytest.fixture
+def ray_head(tmp_path):
+    """A private Ray head on loopback (token auth); yields ``(gcs_port, dashboard_port)``."""
+    from tests.support.ray_head import private_ray_head
+
+    with private_ray_head(tmp_path) as ports:
+        yield ports
+
+
+@pytest.fixture(scope="session")
 def tool_model():
     """Path of the tiny Qwen3 model trained to call the ``read`` tool (cached)."""
     from tests.support.tool_model import tool_model_path

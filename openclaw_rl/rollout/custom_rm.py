@@ -1,49 +1,74 @@
-"""A ``--custom-rm-path`` reward plugin as a turn judge (slime's reward convention).
+"""A ``--custom-rm-path`` reward plugin as the live turn judge.
 
-The plugin is ``async def reward(args, sample, **kwargs) -> float | dict`` (a plain function is
-accepted too); ``sample`` is the turn's :class:`slime.sample.Sample` with ``metadata`` holding
-``response_text``, ``next_state`` and ``next_state_role``. A dict result must hold ``reward``.
+Any form of :class:`slime.reward_plugins.RewardPlugin` works: slime's ``reward(args, sample)``
+(per sample or batched on ``samples``) or the simple ``get_reward_model(config)`` whose
+``score(prompt, response, next_state)`` is built once per judge worker. The plugin sees the turn
+as a :class:`slime.sample.Sample`: token-exact ``tokens``, ``prompt`` (the conversation as the
+policy saw it, chat template applied), ``response`` (the sampled text) and ``metadata`` with
+``prompt_text``, ``response_text``, ``messages``, ``next_state`` and ``next_state_role``.
+
+An exception in the plugin, or a malformed result, fails that turn only: the judge loop stores it
+as not trainable with the error and logs the traceback.
 """
 
 from __future__ import annotations
 
-import inspect
-import math
-
 from openclaw_rl.capture.store import TurnRecord
 from openclaw_rl.rollout.judge_loop import JudgeResult
 from openclaw_rl.rollout.samples import turn_to_sample
-from slime.plugins import check_parameters, load_function
+from slime.reward_plugins import RewardPlugin
+
+
+def turn_sample(turn: TurnRecord):
+    """The :class:`slime.sample.Sample` a reward plugin sees for ``turn`` (see module doc)."""
+    sample = turn_to_sample(turn, None, True)
+    sample.prompt = turn.prompt_text
+    sample.response = turn.response_text or ""
+    sample.metadata.update(prompt_text=turn.prompt_text, response_text=turn.response_text,
+                           next_state=turn.next_state, messages=turn.messages)
+    return sample
 
 
 class CustomRewardJudge:
-    """Judge turns with a user reward function.
+    """Judge turns with a user reward plugin.
 
     Args:
-        spec: ``--custom-rm-path`` value (``file.py:fn``, ``file.py`` -> ``reward``, or ``pkg.mod.fn``).
-        args: the run's config, passed through as the plugin's ``args``.
+        spec: ``--custom-rm-path`` value (``file.py`` -> ``get_reward_model`` or ``reward``,
+            ``file.py:fn``, or ``pkg.mod.fn``).
+        args: the run's config, passed through as the plugin's ``args`` / ``config``.
+        num_workers: judge workers (simple form: one reward model each); default
+            ``--num-judge-workers``.
 
     Raises:
-        slime.plugins.PluginError: at start-up, for a missing file/function or wrong parameters.
+        slime.plugins.PluginError: at start-up, for a missing file/function, wrong parameters, or
+            a ``get_reward_model`` that fails.
     """
 
     method = "custom_rm"
 
-    def __init__(self, spec: str, args):
-        self.fn = load_function(spec, "--custom-rm-path", default_name="reward")
-        check_parameters(self.fn, "--custom-rm-path", ("args", "sample"))
+    def __init__(self, spec: str, args, num_workers: int | None = None):
+        extra = getattr(args, "extra", None) or {}
+        workers = num_workers if num_workers is not None else int(extra.get("num_judge_workers", 2) or 1)
+        self.plugin = RewardPlugin(spec, args, num_workers=workers)
         self.args = args
+        if self.plugin.convention == "slime_batched":
+            self.judge_batch = self._judge_batch  # the judge loop scores claimed turns in one call
+
+    @property
+    def name(self) -> str:
+        """``--custom-rm-path <spec>``."""
+        return self.plugin.name
 
     async def judge(self, turn: TurnRecord) -> JudgeResult:
-        """Score one turn; raises ValueError for a non-finite or malformed reward."""
-        sample = turn_to_sample(turn, None, True)
-        sample.metadata.update(response_text=turn.response_text, next_state=turn.next_state,
-                               messages=turn.messages)
-        out = self.fn(self.args, sample)
-        if inspect.isawaitable(out):
-            out = await out
-        details = dict(out) if isinstance(out, dict) else {}
-        value = details.get("reward") if isinstance(out, dict) else out
-        if not isinstance(value, (int, float)) or not math.isfinite(float(value)):
-            raise ValueError(f"--custom-rm-path returned {out!r}; expected a finite float or {{'reward': float}}")
-        return JudgeResult(float(value), True, details)
+        """Score one turn.
+
+        Raises:
+            Exception: the plugin's, or ``ValueError`` for a non-finite or malformed reward.
+        """
+        reward, details = await self.plugin.score_one(turn_sample(turn))
+        return JudgeResult(reward, True, details)
+
+    async def _judge_batch(self, turns: list[TurnRecord]) -> list[JudgeResult | BaseException]:
+        """Score turns with one call of a batched plugin; failures are returned in their slots."""
+        results = await self.plugin.score_many([turn_sample(t) for t in turns])
+        return [r if isinstance(r, BaseException) else JudgeResult(r[0], True, r[1]) for r in results]

@@ -37,10 +37,15 @@ class StoreDataSource:
         max_staleness: drop samples whose ``weight_version`` is more than this many versions
             behind the trainer (None: keep all).
         poll_s: polling period while waiting.
+
+    ``health_check``: optional callable run on every poll of :meth:`take`; what it raises (e.g.
+    :class:`slime.plugin_failures.PluginFailureError` when too many judgements of a step failed)
+    ends the wait and the run.
     """
 
     def __init__(self, store: TrajectoryStore, max_staleness: int | None = None, poll_s: float = 0.2):
         self.store, self.max_staleness, self.poll_s = store, max_staleness, poll_s
+        self.health_check = None
         self.current_version = 0
         self.stats: Counter = Counter()
         self._closed = threading.Event()
@@ -90,6 +95,12 @@ class StoreDataSource:
                 out.append(sample)
             if progress:
                 progress(len(out), n)
+            if self.health_check is not None:
+                try:
+                    self.health_check()
+                except Exception:
+                    self.release(out)
+                    raise
             if len(out) < n:
                 if self._closed.is_set():
                     self.release(out)
@@ -106,10 +117,10 @@ class StoreDataSource:
         self.store.save_judgement(turn_id, f"dropped:{reason}", None, False, {"dropped": reason})
 
     def release(self, samples: list[Sample]) -> None:
-        """Give claimed samples back (e.g. the step failed)."""
-        self.store.recover_claims([s.metadata["store_id"] for s in samples])
+        """Give claimed samples back (e.g. the step failed); samples not from the store are ignored."""
+        self.store.recover_claims([s.metadata["store_id"] for s in samples if "store_id" in s.metadata])
 
     def mark_trained(self, samples: list[Sample], step: int) -> None:
-        """The samples were used in train step ``step``."""
-        self.store.mark_trained([s.metadata["store_id"] for s in samples], step)
+        """The samples were used in train step ``step`` (samples not from the store are ignored)."""
+        self.store.mark_trained([s.metadata["store_id"] for s in samples if "store_id" in s.metadata], step)
         self.stats["trained"] += len(samples)

@@ -47,10 +47,17 @@ class JudgeLoop:
         judge: the :class:`TurnJudge`.
         num_workers: concurrent judgements (``--num-judge-workers``).
         poll_s: sleep between polls when nothing is ready.
+        failure_budget: a :class:`slime.plugin_failures.FailureBudget` that counts every judgement
+            and its failure (the data source checks it per step).
+
+    A judge with ``judge_batch(turns) -> list[JudgeResult | Exception]`` (a batched reward plugin)
+    gets each claimed batch in one call.
     """
 
-    def __init__(self, store: TrajectoryStore, judge: TurnJudge, num_workers: int = 2, poll_s: float = 0.2):
+    def __init__(self, store: TrajectoryStore, judge: TurnJudge, num_workers: int = 2, poll_s: float = 0.2,
+                 failure_budget=None):
         self.store, self.judge, self.num_workers, self.poll_s = store, judge, max(1, num_workers), poll_s
+        self.failure_budget = failure_budget
         self.stats: Counter = Counter()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -72,16 +79,29 @@ class JudgeLoop:
         """Claim and judge one batch now; returns how many turns were judged."""
         turns = await asyncio.to_thread(self.store.claim_for_judging, limit or self.num_workers * 2)
         sem = asyncio.Semaphore(self.num_workers)
+        batched: dict = {}
+        if turns and hasattr(self.judge, "judge_batch"):
+            try:
+                batched = dict(zip((t.id for t in turns), await self.judge.judge_batch(turns)))
+            except Exception as exc:
+                batched = {t.id: exc for t in turns}
 
         async def one(turn: TurnRecord) -> None:
             async with sem:
+                failed = False
                 try:
-                    res = await self.judge.judge(turn)
+                    res = batched[turn.id] if turn.id in batched else await self.judge.judge(turn)
+                    if isinstance(res, BaseException):
+                        raise res
                 except Exception as exc:  # a failing judgement is recorded, never fatal
-                    log.error("judge failed on %s: %s", turn.turn_uid, exc)
-                    res = JudgeResult(None, False, {"error": f"{type(exc).__name__}: {exc}",
-                                                    "traceback": traceback.format_exc(limit=5)})
+                    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=8))
+                    log.error("judge %s failed on turn %s; stored as not trainable:\n%s",
+                              getattr(self.judge, "name", self.judge.method), turn.turn_uid, tb)
+                    res = JudgeResult(None, False, {"error": f"{type(exc).__name__}: {exc}", "traceback": tb})
                     self.stats["failed"] += 1
+                    failed = True
+                if self.failure_budget is not None:
+                    self.failure_budget.record(failed, res.details.get("error"))
                 await asyncio.to_thread(self.store.save_judgement, turn.id, self.judge.method,
                                         res.reward, res.trainable, res.details)
                 self.stats["judged"] += 1

@@ -133,8 +133,15 @@ class OpenClawRolloutService:
                 api_key=self.api_key, log_dir=log_dir, port=x.get("port"))
             self.server_url = self.server.base_url.rsplit("/v1", 1)[0]
         self.data_source = StoreDataSource(self.store, max_staleness=cfg.max_staleness)
-        self.judge_loop = JudgeLoop(self.store, judge or build_turn_judge(cfg),
-                                    num_workers=x.get("num_judge_workers", 2)).start()
+        self.judge_loop = None
+        if not getattr(cfg, "prompt_data", None):  # prompt-dataset rollouts reward inside the rollout
+            from slime.plugin_failures import FailureBudget
+            judge = judge or build_turn_judge(cfg)
+            budget = FailureBudget(getattr(cfg, "max_plugin_failure_fraction", 0.5),
+                                   getattr(judge, "name", None) or f"the {judge.method} judge", cfg.rollout_batch_size)
+            self.data_source.health_check = budget.check  # too many failed judgements in a step stop the run
+            self.judge_loop = JudgeLoop(self.store, judge, num_workers=x.get("num_judge_workers", 2),
+                                        failure_budget=budget).start()
 
     def publish_weights(self, path: str, version: int) -> int:
         """Send new weights to the serving engine; returns the version it now serves.
@@ -154,7 +161,7 @@ class OpenClawRolloutService:
 
     def metrics(self) -> dict:
         """Judge counters, data-source counters and the backlog."""
-        out = {f"judge/{k}": v for k, v in self.judge_loop.stats.items()}
+        out = {f"judge/{k}": v for k, v in (self.judge_loop.stats if self.judge_loop else {}).items()}
         out.update({f"data/{k}": v for k, v in self.data_source.stats.items()})
         out.update({f"backlog/{k}": v for k, v in self.data_source.backlog().items()})
         return out
@@ -162,7 +169,8 @@ class OpenClawRolloutService:
     def close(self) -> None:
         """Stop judges and the server this service started."""
         self.data_source.close()
-        self.judge_loop.stop()
+        if self.judge_loop is not None:
+            self.judge_loop.stop()
         if self.server is not None:
             from openclaw_rl.server.launcher import stop_server
             stop_server(self.server)

@@ -1,0 +1,43 @@
+"""A reward model in the simple reward convention (``--custom-rm-path``).
+
+``get_reward_model(config)`` is called once per judge worker at start-up; the object it returns
+scores each turn with ``score(prompt, response, next_state) -> float``:
+
+* ``prompt``: the conversation as the policy saw it (chat template applied);
+* ``response``: the text the policy sampled;
+* ``next_state``: what came next, the user's reply or the tool's result ("" if nothing did; the
+  label for prompt-dataset rollouts).
+
+Here a ``transformers`` sequence classifier (``config["prm_model_path"]``, i.e. ``--prm-model-path``
+/ ``PRM_MODEL_PATH``, default the policy's model) gives the probability of its positive class
+(label 1) as the reward. See docs/plugins.md.
+"""
+
+import torch
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+
+class CustomPRM:
+    """A sequence classifier whose positive-class probability is the reward (in [0, 1])."""
+
+    def __init__(self, model_path: str):
+        self.tokenizer = AutoTokenizer.from_pretrained(model_path)
+        self.tokenizer.truncation_side = "left"  # long conversations keep their end: response and outcome
+        self.model = AutoModelForSequenceClassification.from_pretrained(model_path, dtype=torch.bfloat16)
+        self.model.eval()
+
+    def score(self, prompt: str, response: str, next_state: str) -> float:
+        """Score one turn from its prompt, its response and the feedback that followed."""
+        combined = f"Prompt: {prompt}\nResponse: {response}\nOutcome: {next_state}"
+        inputs = self.tokenizer(combined, return_tensors="pt", truncation=True, max_length=2048)
+
+        with torch.no_grad():
+            logits = self.model(**inputs).logits
+
+        # binary reward: probability of the positive class
+        return torch.softmax(logits.float(), dim=-1)[0, 1].item()
+
+
+def get_reward_model(config):
+    """Build the reward model from the run's settings (``config["prm_model_path"]``)."""
+    return CustomPRM(config["prm_model_path"])

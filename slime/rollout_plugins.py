@@ -1,0 +1,119 @@
+"""Rollout and generate plugins (``--rollout-function-path``, ``--custom-generate-function-path``).
+
+Both follow slime (THUDM/slime, ``slime/rollout/sglang_rollout.py``):
+
+* ``generate_rollout(args, rollout_id, data_source, evaluation=False)`` returns the step's samples
+  grouped per prompt, ``list[list[Sample]]`` (a flat ``list[Sample]`` is read as groups of one),
+  optionally with metrics: ``(groups, metrics)``, or an object with ``.samples`` and ``.metrics``
+  (slime's ``RolloutFnTrainOutput``). Sync or ``async``. Default: the live-conversation rollout
+  (:data:`LIVE_ROLLOUT`), or with ``--prompt-data`` the prompt-dataset rollout
+  (:data:`PROMPT_ROLLOUT`), which is the one that calls the generate hook.
+* ``async generate(args, sample, sampling_params) -> Sample | list[Sample]``: generate one
+  prompt's response (or several samples, e.g. an agent's turns). ``sample.prompt`` holds the
+  prompt (text or chat messages), ``sample.label`` the dataset label; ``sampling_params`` is a dict
+  ``temperature``, ``top_p``, ``max_new_tokens``, ``stop``. The returned samples must carry the
+  exact token ids (``tokens`` = prompt + response, ``response_length``, ``rollout_log_probs``).
+  Default: :data:`DEFAULT_GENERATE`, through the intercept server, read back token-exactly from
+  the trajectory store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from slime.plugins import PluginError, check_parameters, check_return_annotation, load_function
+from slime.sample import Sample, SampleStatus
+
+__all__ = ["DEFAULT_GENERATE", "LIVE_ROLLOUT", "PROMPT_ROLLOUT", "call_generate", "load_generate_function",
+           "load_rollout_function", "normalize_rollout_output", "rollout_spec"]
+
+ROLLOUT_FLAG = "--rollout-function-path"
+GENERATE_FLAG = "--custom-generate-function-path"
+LIVE_ROLLOUT = "openclaw_rl.rollout.openclaw_rollout.generate_rollout"
+PROMPT_ROLLOUT = "openclaw_rl.rollout.prompt_rollout.generate_rollout"
+DEFAULT_GENERATE = "openclaw_rl.rollout.generate.generate"
+
+
+def rollout_spec(cfg: Any) -> str:
+    """The rollout function of a run: the flag, else the prompt or the live rollout."""
+    if cfg.rollout_function_path:
+        return cfg.rollout_function_path
+    return PROMPT_ROLLOUT if getattr(cfg, "prompt_data", None) else LIVE_ROLLOUT
+
+
+def load_rollout_function(spec: str) -> Callable:
+    """Load and check a rollout function (default name ``generate_rollout``).
+
+    Raises:
+        PluginError: missing file / function, or parameters other than
+            ``(args, rollout_id, data_source, evaluation=False)``.
+    """
+    fn = load_function(spec, ROLLOUT_FLAG, default_name="generate_rollout")
+    check_parameters(fn, f"{ROLLOUT_FLAG} {spec}", ("args", "rollout_id", "data_source"), optional=("evaluation",))
+    return fn
+
+
+def load_generate_function(spec: str | None) -> Callable:
+    """Load and check a generate function (default name ``generate``); ``None``: the default one.
+
+    Raises:
+        PluginError: missing file / function, parameters other than ``(args, sample,
+            sampling_params)``, or a return annotation that is neither ``Sample`` nor a list.
+    """
+    fn = load_function(spec or DEFAULT_GENERATE, GENERATE_FLAG, default_name="generate")
+    where = f"{GENERATE_FLAG} {spec}"
+    check_parameters(fn, where, ("args", "sample", "sampling_params"))
+    check_return_annotation(fn, where, (Sample, list, tuple), "a Sample or a list of Samples")
+    return fn
+
+
+async def call_generate(fn: Callable, name: str, args: Any, sample: Sample, sampling_params: dict) -> list[Sample]:
+    """Call a generate function (``async``, or sync in a worker thread) and check its result.
+
+    Returns:
+        The generated samples (validated; ``PENDING`` becomes ``COMPLETED``).
+
+    Raises:
+        Exception: whatever the plugin raised; ``ValueError`` naming ``name`` for a result that
+            is not a non-empty Sample / list of Samples, or a sample with an empty prompt.
+    """
+    if inspect.iscoroutinefunction(fn):
+        out = await fn(args, sample, sampling_params)
+    else:
+        out = await asyncio.to_thread(fn, args, sample, sampling_params)
+        if inspect.isawaitable(out):
+            out = await out
+    samples = out if isinstance(out, (list, tuple)) else [out]
+    if not samples or not all(isinstance(s, Sample) for s in samples):
+        raise ValueError(f"{name} returned {type(out).__name__}; expected a Sample or a non-empty list of Samples")
+    for s in samples:
+        s.validate()
+        if s.response_length > 0 and s.prompt_length < 1:
+            raise ValueError(f"{name} returned a sample without prompt tokens (tokens must be prompt + response ids)")
+        if s.status == SampleStatus.PENDING:
+            s.status = SampleStatus.COMPLETED
+    return list(samples)
+
+
+def normalize_rollout_output(out: Any, spec: str) -> tuple[list[list[Sample]], dict]:
+    """``(groups, metrics)`` from whatever a rollout function returned (see module doc).
+
+    Raises:
+        PluginError: ``--rollout-function-path <spec> returned ...; expected ...``.
+    """
+    metrics: Any = {}
+    if hasattr(out, "samples") and not isinstance(out, (list, tuple)):
+        out, metrics = out.samples, getattr(out, "metrics", None) or {}
+    elif isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], (dict, type(None))):
+        out, metrics = out[0], out[1] or {}
+    expected = "a list of sample groups (list[list[Sample]]), optionally with a metrics dict"
+    if not isinstance(out, (list, tuple)) or not isinstance(metrics, dict):
+        raise PluginError(f"{ROLLOUT_FLAG} {spec} returned {type(out).__name__}; expected {expected}")
+    groups = [list(g) if isinstance(g, (list, tuple)) else [g] for g in out]
+    bad = next((s for g in groups for s in g if not isinstance(s, Sample)), None)
+    if bad is not None:
+        raise PluginError(f"{ROLLOUT_FLAG} {spec} returned a group holding {type(bad).__name__}; expected {expected}")
+    return groups, dict(metrics)

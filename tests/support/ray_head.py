@@ -1,0 +1,59 @@
+"""A private Ray head for tests that submit real Ray jobs (``ray start --block``, stopped by PID)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from openclaw_rl.server.launcher import free_port
+
+
+@contextmanager
+def private_ray_head(log_dir: Path, num_cpus: int = 2):
+    """Start a Ray head on loopback with token auth on free ports; yields ``(gcs_port, dashboard_port)``.
+
+    The head runs in the foreground of its own process (``--block``) and is stopped by PID on
+    exit (SIGTERM, then SIGKILL after 60 s). Its output goes to ``log_dir / "ray.log"``.
+
+    Raises:
+        RuntimeError: the dashboard did not answer within 180 s (the log is the message).
+    """
+    port, dash = free_port(), free_port()
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "RAY_AUTH_MODE": "token"}
+    subprocess.run([str(bin_dir / "ray"), "get-auth-token", "--generate"], env=env, check=True, capture_output=True)
+    log_path = Path(log_dir) / "ray.log"
+    proc = subprocess.Popen([str(bin_dir / "ray"), "start", "--head", "--block", "--node-ip-address", "127.0.0.1",
+                             "--port", str(port), "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash),
+                             "--num-cpus", str(num_cpus), "--disable-usage-stats"],
+                            env=env, stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 180
+        while time.time() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{dash}/api/version", timeout=2).status_code in (200, 401):
+                    break
+            except httpx.HTTPError:
+                time.sleep(1)
+        else:
+            raise RuntimeError(log_path.read_text())
+        yield port, dash
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def job_env(port: int, dash: int, **extra: str) -> dict:
+    """Environment for a launch script submitting to the head at ``port`` / ``dash``."""
+    return {**os.environ, "RAY_PORT": str(port), "RAY_DASHBOARD_PORT": str(dash),
+            "RAY_ADDRESS": f"127.0.0.1:{port}", "PYTHON": sys.executable, "RAY_AUTH_MODE": "token", **extra}

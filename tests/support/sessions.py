@@ -1,0 +1,25 @@
+"""Recorded sessions for offline training tests (``DATA_PATH``)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+
+def record_sessions(server, out: Path, sessions=("s1", "s2", "s3"), turns: int = 2) -> Path:
+    """Talk to ``server`` (two-turn sessions with a thanks after each reply) and export the store
+    to ``out`` (``openclaw-rl export`` format); returns ``out``."""
+    for sid in sessions:
+        messages = [{"role": "user", "content": f"hello {sid}"}]
+        for i in range(turns):
+            r = httpx.post(server.base_url + "/chat/completions", timeout=120,
+                           headers={"Authorization": f"Bearer {server.api_key}", "X-Session-Id": sid},
+                           json={"messages": messages, "max_tokens": 6})
+            r.raise_for_status()
+            messages += [r.json()["choices"][0]["message"], {"role": "user", "content": f"thanks {i}"}]
+    subprocess.run([sys.executable, "-m", "openclaw_rl.cli", "export", "--rl-buffer-dir",
+                    str(server.buffer_dir), "--out", str(out)], check=True)
+    return out
