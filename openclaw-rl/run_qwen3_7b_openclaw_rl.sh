@@ -5,6 +5,7 @@
 # Starts a Ray head on loopback if none is running, then submits the training job, which starts
 # the intercept server on $PORT (point OpenClaw at http://127.0.0.1:$PORT/v1) and trains in the
 # background while it serves. With DATA_PATH set it trains offline from recorded sessions.
+# Arguments given to the script are appended to the trainer's flags (later flags win).
 # Without a GPU and without MODEL_PATH it runs on CPU with the embedded model.
 set -e
 
@@ -62,4 +63,4 @@ fi
 
 ray job submit --address "http://127.0.0.1:$RAY_DASHBOARD_PORT" --working-dir .. -- \
   python slime/train.py \
-  $CKPT_ARGS $ROLLOUT_ARGS $OPTIMIZER_ARGS $RL_ARGS $PRM_ARGS $SERVE_ARGS $LORA_ARGS $EXTRA_ARGS
+  $CKPT_ARGS $ROLLOUT_ARGS $OPTIMIZER_ARGS $RL_ARGS $PRM_ARGS $SERVE_ARGS $LORA_ARGS $EXTRA_ARGS "$@"

@@ -32,9 +32,6 @@ __all__ = [
 KL_LOSS_TYPES = ("k1", "k2", "k3", "low_var_kl")
 ADVANTAGE_ESTIMATORS = (
     "grpo",
-    "gspo",
-    "reinforce_plus_plus",
-    "reinforce_plus_plus_baseline",
     "broadcast",
     "opd",
     "combine",
@@ -96,7 +93,9 @@ def add_slime_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
 
     g = parser.add_argument_group("loss")
     g.add_argument("--loss-type", choices=LOSS_TYPES, default="policy_loss")
-    g.add_argument("--advantage-estimator", choices=ADVANTAGE_ESTIMATORS, default="grpo")
+    g.add_argument("--advantage-estimator", choices=ADVANTAGE_ESTIMATORS, default="grpo",
+                   help="grpo (groups of --n-samples-per-prompt), broadcast (Binary RL: the turn's reward "
+                        "on every token), opd (on-policy distillation), combine (Binary RL + OPD)")
     _flag(g, "--disable-grpo-std-normalization",
                    help="GRPO: subtract the group mean only (Dr. GRPO)")
     _flag(g, "--disable-rewards-normalization",
@@ -132,10 +131,14 @@ def add_slime_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
                    help="checkpoint dir, or a save dir (its checkpoint-latest is used)")
 
     g = parser.add_argument_group("plugins")
-    g.add_argument("--custom-loss-function-path", default=None)
-    g.add_argument("--rollout-function-path", default=None)
-    g.add_argument("--custom-generate-function-path", default=None)
-    g.add_argument("--custom-rm-path", default=None)
+    g.add_argument("--custom-loss-function-path", default=None,
+                   help="loss plugin: file.py[:fn] or pkg.mod.fn (compute_loss / loss_function; docs/plugins.md)")
+    g.add_argument("--rollout-function-path", default=None,
+                   help="rollout plugin generate_rollout(args, rollout_id, data_source, evaluation=False)")
+    g.add_argument("--custom-generate-function-path", default=None,
+                   help="generate plugin generate(args, sample, sampling_params), with --prompt-data")
+    g.add_argument("--custom-rm-path", default=None,
+                   help="reward plugin: get_reward_model(config) or reward(args, sample)")
     g.add_argument("--max-plugin-failure-fraction", type=float, default=0.5,
                    help="stop the run when more than this fraction of a step's samples failed in a "
                         "generate or reward plugin (or judge)")
@@ -253,7 +256,8 @@ _CORE_FIELDS = frozenset(f.name for f in dataclasses.fields(SlimeConfig)) - {"ex
 
 def build_parser(extra_arg_adders: Iterable[Callable[[argparse.ArgumentParser], Any]] = ()) -> argparse.ArgumentParser:
     """Return a parser with the core flags plus each adder's flags; errors raise :class:`ConfigError`."""
-    parser = _RaisingParser(description="slime trainer (OpenClaw-RL)", allow_abbrev=False)
+    parser = _RaisingParser(prog="slime/train.py", description="slime trainer (OpenClaw-RL)", allow_abbrev=False,
+                            formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add_slime_arguments(parser)
     for adder in extra_arg_adders:
         adder(parser)

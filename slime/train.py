@@ -18,8 +18,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 import time
+import traceback
 from pathlib import Path
 
 if __package__ in (None, ""):  # `python slime/train.py`: make the repository importable
@@ -122,6 +124,23 @@ def train(cfg, logger: MetricsLogger | None = None) -> dict:
     return summary
 
 
+_ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception|Exit)\w*): (.+)$")
+
+
+def root_cause_line(exc: BaseException) -> str:
+    """One line for an exception that stopped a run: the innermost ``Name: message`` line of its
+    (Ray task / actor) cause chain, else ``type: str(exc)``."""
+    seen, e = set(), exc
+    while getattr(e, "cause", None) is not None and id(e) not in seen:  # Ray task errors
+        seen.add(id(e))
+        e = e.cause
+    text = "".join(traceback.format_exception(e)) if e is not exc else str(exc)
+    lines = [m.group(1) + ": " + m.group(2) for m in map(_ERROR_LINE.match, text.splitlines()) if m]
+    if e is exc and not lines:
+        return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+    return " ".join((lines[-1] if lines else f"{type(e).__name__}: {e}").split())
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns the exit code (2 on a configuration error)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -134,16 +153,26 @@ def main(argv: list[str] | None = None) -> int:
         from slime.plugin_check import check_plugins  # a bad plugin fails here, before Ray starts
         for line in check_plugins(cfg):
             log.info("plugin %s", line)
+        if (cfg.advantage_estimator == "grpo" and cfg.n_samples_per_prompt < 2
+                and not cfg.disable_rewards_normalization):
+            raise ConfigError("--advantage-estimator grpo (the default) needs --n-samples-per-prompt >= 2; "
+                              "live turns are single samples: use --advantage-estimator broadcast "
+                              "(Binary RL), opd or combine")
     except (ConfigError, ValueError) as exc:
         print(f"slime/train.py: error: {exc}", file=sys.stderr)
         return 2
     from slime.plugin_failures import plugin_error_message
     try:
         summary = train(cfg)
-    except Exception as exc:  # a failing plugin stops the run with one line naming it
-        message = plugin_error_message(exc)
-        if message is None:
-            raise
+    except Exception as exc:  # one line naming the cause; the full traceback goes to a file
+        message = plugin_error_message(exc) or root_cause_line(exc)
+        where = Path(cfg.extra.get("log_dir") or "logs") / "error.log"
+        try:
+            where.parent.mkdir(parents=True, exist_ok=True)
+            where.write_text("".join(traceback.format_exception(exc)))
+            message += f" (traceback: {where})"
+        except OSError:
+            pass
         print(f"slime/train.py: error: {message}", file=sys.stderr)
         return 1
     print(json.dumps(summary, indent=2, default=str))

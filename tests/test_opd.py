@@ -295,3 +295,19 @@ def test_combine_weights_from_env(monkeypatch):
     monkeypatch.setenv("OPENCLAW_COMBINE_W_OPD", "0.25")
     assert combine_weights({"combine_w_opd": None, "combine_w_rl": None}) == (0.25, 1.0)
     assert combine_weights({"combine_w_opd": 2.0, "combine_w_rl": 0.0}) == (2.0, 0.0)
+
+
+def test_root_cause_line_finds_the_innermost_error():
+    from slime.train import root_cause_line
+
+    class Wrapped(Exception):
+        pass
+
+    actor_died = Wrapped("The actor died because of an error raised in its creation task, "
+                         "ray::RolloutManager.__init__()\nTraceback (most recent call last):\n  File \"x.py\"\n"
+                         "openclaw_rl.capture.export.SessionFormatError: data.jsonl:3: not valid JSON")
+    assert root_cause_line(actor_died) == "SessionFormatError: data.jsonl:3: not valid JSON"
+    assert root_cause_line(RuntimeError("weight update\n failed")) == "RuntimeError: weight update failed"
+    task = Wrapped("outer")
+    task.cause = KeyError("missing")
+    assert root_cause_line(task) == "KeyError: 'missing'"

@@ -70,6 +70,7 @@ def test_a_reward_plugin_failing_too_often_stops_the_run(tiny_server, tmp_path):
             raise TimeoutError("reward service unreachable")
     """)
     r = _train("--data-path", str(data), "--custom-rm-path", spec, "--rollout-batch-size", "2",
+               "--advantage-estimator", "broadcast",
                "--rl-buffer-dir", str(tmp_path / "buf"), "--log-dir", str(tmp_path / "logs"),
                "--save", str(tmp_path / "ckpt"), timeout=600)
     assert r.returncode == 1, r.stderr[-4000:]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from openclaw_rl.evaluation.tasks import TASK_NAMES
 
@@ -80,14 +81,21 @@ def main(argv: list[str] | None = None, prog: str = "openclaw-rl eval") -> int:
 
     argv = list(sys.argv[1:] if argv is None else argv)
     a = build_parser(prog).parse_args(argv)
+    if a.out and Path(a.out).exists() and not Path(a.out).is_dir():
+        raise ValueError(f"--out {a.out}: is a file; give a folder for the results")
     try:
         payload = run_evaluation(config_from_args(a), argv=argv, log=lambda m: print(m, file=sys.stderr, flush=True))
     except RuntimeError as exc:  # a server that did not start (the message holds its log)
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 1
-    except openai.OpenAIError as exc:  # unreachable server, wrong key, 5xx: finished items are kept
-        print(f"{prog}: error: {type(exc).__name__}: {exc}; finished items are kept in {a.out}: fix it and run "
-              "the same command to resume", file=sys.stderr)
+    except openai.APIConnectionError as exc:
+        url = getattr(getattr(exc, "request", None), "url", None) or ", ".join(a.server_url or []) or "the server"
+        print(f"{prog}: error: cannot reach {url} ({type(exc).__name__}); items finished so far are kept in "
+              f"{a.out}: fix it and run the same command to resume", file=sys.stderr)
+        return 1
+    except openai.OpenAIError as exc:  # wrong key, 5xx: finished items are kept
+        print(f"{prog}: error: {type(exc).__name__}: {exc}; items finished so far are kept in {a.out}: fix it "
+              "and run the same command to resume", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"{prog}: interrupted; finished items are kept in {a.out}: run the same command to resume",

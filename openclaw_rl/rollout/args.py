@@ -108,8 +108,15 @@ def validate_openclaw(extra) -> None:
         raise ValueError("--majority-vote-threshold must be in [0, 1]")
     if extra.get("num_judge_workers", 1) < 1:
         raise ValueError("--num-judge-workers must be >= 1")
-    if extra.get("data_path") and not os.path.isfile(extra["data_path"]):
-        raise ValueError(f"--data-path {extra['data_path']}: no such file")
+    if extra.get("data_path"):
+        if not os.path.isfile(extra["data_path"]):
+            raise ValueError(f"--data-path {extra['data_path']}: no such file")
+        from openclaw_rl.capture.export import read_session_file
+        read_session_file(extra["data_path"])  # SessionFormatError (a ValueError) names file:line
+    for flag in ("prm_model_path", "judge_model_path"):  # local paths only (not hub ids "org/name")
+        path = str(extra.get(flag) or "")
+        if path.startswith(("/", "./", "../", "~")) and not os.path.exists(os.path.expanduser(path)):
+            raise ValueError(f"--{flag.replace('_', '-')} {path}: no such model folder")
     if extra.get("hint_min_chars", 1) < 1 or extra.get("hint_max_new_tokens", 1) < 1:
         raise ValueError("--hint-min-chars and --hint-max-new-tokens must be >= 1")
     if extra.get("opd_adv_clip") is not None and not extra["opd_adv_clip"] > 0:

@@ -114,9 +114,9 @@ class OpenClawRolloutService:
         self.server = None
         self.api_key = x.get("api_key")
         if x.get("data_path"):
-            if not self.store.session_ids():
-                sessions, turns = import_sessions(self.store, x["data_path"])
-                log.info("imported %d sessions / %d turns from %s", sessions, turns, x["data_path"])
+            sessions, turns = import_sessions(self.store, x["data_path"])  # known sessions are skipped
+            log.info("imported %d new sessions / %d turns from %s into %s", sessions, turns, x["data_path"],
+                     self.store.path)
             self.server_url = x.get("server_url")
         elif x.get("server_url"):
             self.server_url = x["server_url"].rstrip("/")
