@@ -13,6 +13,8 @@ Here a ``transformers`` sequence classifier (``config["prm_model_path"]``, i.e. 
 (label 1) as the reward. See docs/plugins.md.
 """
 
+import warnings
+
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -23,8 +25,13 @@ class CustomPRM:
     def __init__(self, model_path: str):
         self.tokenizer = AutoTokenizer.from_pretrained(model_path)
         self.tokenizer.truncation_side = "left"  # long conversations keep their end: response and outcome
-        self.model = AutoModelForSequenceClassification.from_pretrained(model_path, dtype=torch.bfloat16)
+        self.model, info = AutoModelForSequenceClassification.from_pretrained(
+            model_path, dtype=torch.bfloat16, output_loading_info=True)
         self.model.eval()
+        if any(k.startswith(("score", "classifier")) for k in info["missing_keys"]):
+            warnings.warn(f"{model_path} has no trained classification head (a new one was initialised at "
+                          "random, so rewards are noise): set PRM_MODEL_PATH to a sequence-classification "
+                          "checkpoint")
 
     def score(self, prompt: str, response: str, next_state: str) -> float:
         """Score one turn from its prompt, its response and the feedback that followed."""
