@@ -165,14 +165,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         summary = train(cfg)
     except Exception as exc:  # one line naming the cause; the full traceback goes to a file
-        message = plugin_error_message(exc) or root_cause_line(exc)
-        where = Path(cfg.extra.get("log_dir") or "logs") / "error.log"
-        try:
-            where.parent.mkdir(parents=True, exist_ok=True)
-            where.write_text("".join(traceback.format_exception(exc)))
-            message += f" (traceback: {where})"
-        except OSError:
-            pass
+        message = plugin_error_message(exc)  # already names the plugin and what it did
+        if message is None:
+            message = root_cause_line(exc)
+            where = Path(cfg.extra.get("log_dir") or "logs") / "error.log"
+            try:
+                where.parent.mkdir(parents=True, exist_ok=True)
+                where.write_text("".join(traceback.format_exception(exc)))
+                message += f" (traceback: {where})"
+            except OSError:
+                pass
         print(f"slime/train.py: error: {message}", file=sys.stderr)
         return 1
     print(json.dumps(summary, indent=2, default=str))
