@@ -38,10 +38,7 @@ def main(argv: list[str] | None = None, prog: str = "openclaw-rl eval-before-aft
     Raises:
         ValueError: ``--model-path`` / ``--server-url`` given (this command picks the two models).
     """
-    from openclaw_rl.evaluation.cli import _OneLineParser, build_parser, config_from_args
-    import openai
-
-    from openclaw_rl.evaluation.harness import run_evaluation
+    from openclaw_rl.evaluation.cli import _OneLineParser, build_parser, run_guarded
 
     argv = list(sys.argv[1:] if argv is None else argv)
     p = _OneLineParser(prog=prog, add_help=False)
@@ -55,18 +52,9 @@ def main(argv: list[str] | None = None, prog: str = "openclaw-rl eval-before-aft
     if any(x.startswith(("--model-path", "--server-url")) for x in rest):
         raise ValueError("--model-path/--server-url are chosen by this command: use --before and --run")
     a = build_parser(prog).parse_args(rest + ["--model-path", known.before, "--model-path", known.run])
-    try:
-        payload = run_evaluation(config_from_args(a), argv=argv, log=lambda m: print(m, file=sys.stderr, flush=True))
-    except RuntimeError as exc:  # a server that did not start (the message holds its log)
-        print(f"{prog}: error: {exc}", file=sys.stderr)
-        return 1
-    except openai.OpenAIError as exc:  # unreachable server, wrong key, 5xx: finished items are kept
-        print(f"{prog}: error: {type(exc).__name__}: {exc}; finished items are kept in {a.out}: fix it and run "
-              "the same command to resume", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted; run the same command to resume", file=sys.stderr)
-        return 130
+    payload, code = run_guarded(a, argv, prog)
+    if payload is None:
+        return code
     print(payload["markdown"])
     print("\nBefore -> after (" + " -> ".join(m["label"] for m in payload["models"]) + "):")
     print("\n".join("  " + line for line in delta_lines(payload)))

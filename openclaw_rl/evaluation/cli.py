@@ -68,6 +68,38 @@ def config_from_args(a: argparse.Namespace):
                       base_model=a.base_model, fresh=a.fresh, progress=not a.no_progress)
 
 
+def run_guarded(a: argparse.Namespace, argv: list[str], prog: str) -> tuple[dict | None, int]:
+    """Run the evaluation for parsed args ``a``; returns ``(payload, 0)``, or ``(None, code)`` after
+    printing one line: 1 for a server that did not start, is unreachable or answers with an error
+    (finished items are kept), 130 when interrupted.
+
+    Raises:
+        ValueError: ``--out`` is a file, or bad settings (from :func:`config_from_args`).
+    """
+    import openai
+
+    from openclaw_rl.evaluation.harness import run_evaluation
+
+    if a.out and Path(a.out).exists() and not Path(a.out).is_dir():
+        raise ValueError(f"--out {a.out}: is a file; give a folder for the results")
+    kept = f"items finished so far are kept in {a.out}: fix it and run the same command to resume"
+    try:
+        return run_evaluation(config_from_args(a), argv=argv,
+                              log=lambda m: print(m, file=sys.stderr, flush=True)), 0
+    except RuntimeError as exc:  # a server that did not start (the message holds its log)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+    except openai.APIConnectionError as exc:
+        url = getattr(getattr(exc, "request", None), "url", None) or ", ".join(a.server_url or []) or "the server"
+        print(f"{prog}: error: cannot reach {url} ({type(exc).__name__}); {kept}", file=sys.stderr)
+    except openai.OpenAIError as exc:  # wrong key, 5xx
+        print(f"{prog}: error: {type(exc).__name__}: {exc}; {kept}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted; finished items are kept in {a.out}: run the same command to resume",
+              file=sys.stderr)
+        return None, 130
+    return None, 1
+
+
 def main(argv: list[str] | None = None, prog: str = "openclaw-rl eval") -> int:
     """Run the eval command; returns the exit code (0, 2 for bad input, 130 when interrupted).
 
@@ -75,32 +107,11 @@ def main(argv: list[str] | None = None, prog: str = "openclaw-rl eval") -> int:
         ValueError / OSError for bad input when called from :mod:`openclaw_rl.cli` (which turns them
         into one-line errors); standalone (``python -m``) they are printed here.
     """
-    import openai
-
-    from openclaw_rl.evaluation.harness import run_evaluation
-
     argv = list(sys.argv[1:] if argv is None else argv)
     a = build_parser(prog).parse_args(argv)
-    if a.out and Path(a.out).exists() and not Path(a.out).is_dir():
-        raise ValueError(f"--out {a.out}: is a file; give a folder for the results")
-    try:
-        payload = run_evaluation(config_from_args(a), argv=argv, log=lambda m: print(m, file=sys.stderr, flush=True))
-    except RuntimeError as exc:  # a server that did not start (the message holds its log)
-        print(f"{prog}: error: {exc}", file=sys.stderr)
-        return 1
-    except openai.APIConnectionError as exc:
-        url = getattr(getattr(exc, "request", None), "url", None) or ", ".join(a.server_url or []) or "the server"
-        print(f"{prog}: error: cannot reach {url} ({type(exc).__name__}); items finished so far are kept in "
-              f"{a.out}: fix it and run the same command to resume", file=sys.stderr)
-        return 1
-    except openai.OpenAIError as exc:  # wrong key, 5xx: finished items are kept
-        print(f"{prog}: error: {type(exc).__name__}: {exc}; items finished so far are kept in {a.out}: fix it "
-              "and run the same command to resume", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted; finished items are kept in {a.out}: run the same command to resume",
-              file=sys.stderr)
-        return 130
+    payload, code = run_guarded(a, argv, prog)
+    if payload is None:
+        return code
     print(payload["markdown"])
     print("\n" + "\n".join(f"{k}: {v}" for k, v in payload["paths"].items()))
     return 0
