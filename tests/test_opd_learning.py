@@ -42,8 +42,8 @@ def _sample(model, prompt_ids: list[int], gen: torch.Generator) -> list[int]:
     ids, out, past = torch.tensor([prompt_ids]), [], None
     with torch.no_grad():
         for _ in range(RESPONSE_LEN):
-            res = model(input_ids=ids, past_key_values=past, use_cache=True)
-            past = res.past_key_values
+            res = model(input_ids=ids, cache=past, use_cache=True)
+            past = res.cache
             nxt = int(torch.multinomial(torch.softmax(res.logits[0, -1].float(), -1), 1, generator=gen))
             out.append(nxt)
             ids = torch.tensor([[nxt]])
