@@ -341,6 +341,7 @@ class TrainingBackend(BackendIOMixin):
                     global_num_samples=float(len(trained)),
                     student_topk_logprobs_B_T_K=new.extra_logprobs_B_L_K,
                     teacher_topk_logprobs_B_T_K=b.teacher_topk_logprobs_B_L_K,
+                    teacher_logprobs_B_T=b.teacher_logprobs_B_L,
                 )
                 out = self._call_loss(inputs)
                 out.loss.backward()

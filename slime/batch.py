@@ -32,7 +32,8 @@ class SampleBatch:
     loss_mask_B_L: float, the sample's ``loss_mask`` on response tokens, 0 elsewhere.
     rollout_logprobs_B_L: float, ``rollout_log_probs`` on response tokens.
     advantages_B_L: float, ``advantages`` on response tokens, or ``None`` if no sample has them.
-    teacher_logprobs_B_L: float, ``teacher_log_probs`` on response tokens, or ``None``.
+    teacher_logprobs_B_L: float, ``teacher_log_probs`` on response tokens (0 for samples without
+        them, e.g. Combine's RL-only turns), or ``None`` when no sample has them.
     teacher_topk_ids_B_L_K / teacher_topk_logprobs_B_L_K: the teacher's top-K token ids and their
         log-probs at each response position (from ``metadata["teacher_topk_ids"]`` /
         ``["teacher_topk_logprobs"]``, ``[R][K]`` per sample; top-K distillation), or ``None``.
@@ -69,14 +70,13 @@ def collate_samples(
 
     Raises:
         ValueError: empty ``samples``, a sample with an empty prompt, or only some samples
-            carrying ``advantages``/``teacher_log_probs``.
+            carrying ``advantages``.
     """
     if not samples:
         raise ValueError("collate_samples needs at least one sample")
-    for name in ("advantages", "teacher_log_probs"):
-        have = [getattr(s, name) is not None for s in samples]
-        if any(have) and not all(have):
-            raise ValueError(f"only some samples have {name}; fill all or none")
+    have = [s.advantages is not None for s in samples]
+    if any(have) and not all(have):
+        raise ValueError("only some samples have advantages; fill all or none")
     B, L = len(samples), max(len(s.tokens) for s in samples)
     ids = torch.full((B, L), pad_token_id, dtype=torch.long)
     attn = torch.zeros(B, L, dtype=torch.long)
@@ -84,7 +84,7 @@ def collate_samples(
     loss = torch.zeros(B, L, dtype=dtype)
     rollout = torch.zeros(B, L, dtype=dtype)
     adv = torch.zeros(B, L, dtype=dtype) if samples[0].advantages is not None else None
-    teacher = torch.zeros(B, L, dtype=dtype) if samples[0].teacher_log_probs is not None else None
+    teacher = torch.zeros(B, L, dtype=dtype) if any(s.teacher_log_probs is not None for s in samples) else None
     for b, s in enumerate(samples):
         if s.prompt_length < 1:
             raise ValueError(f"sample {b} has an empty prompt; the first response token needs a prefix")
@@ -96,7 +96,7 @@ def collate_samples(
         rollout[b, p:n] = torch.tensor(s.rollout_log_probs, dtype=dtype)
         if adv is not None:
             adv[b, p:n] = torch.tensor(s.advantages, dtype=dtype)
-        if teacher is not None:
+        if s.teacher_log_probs is not None:
             teacher[b, p:n] = torch.tensor(s.teacher_log_probs, dtype=dtype)
     topk_ids, topk_lp = _collate_topk(samples, L, dtype)
     batch = SampleBatch(ids, attn, resp, loss, rollout, adv, teacher, topk_ids, topk_lp)

@@ -164,9 +164,8 @@ def slime_batch(inputs: LossInputs, idx: list[torch.Tensor]) -> dict[str, Any]:
     batch["returns"] = batch["advantages"]
     if inputs.input_ids_B_T is not None:
         batch["unconcat_tokens"] = [inputs.input_ids_B_T[b, :e] for b, e in enumerate(ends)]
-    teacher = getattr(inputs, "teacher_logprobs_B_T", None)
-    if teacher is not None:
-        batch["teacher_log_probs"] = take(teacher)
+    if inputs.teacher_logprobs_B_T is not None:
+        batch["teacher_log_probs"] = take(inputs.teacher_logprobs_B_T)
     return batch
 
 

@@ -106,6 +106,8 @@ class LossInputs:
     rewards_B: ``[B]`` scalar reward of each sample (0.0 where it has none).
     global_num_samples: samples in the WHOLE global batch (> 0): the divisor of per-sample-mean
         losses (slime's convention), like ``global_num_tokens`` for token means.
+    teacher_logprobs_B_T: OPD teacher log-probs of the realised tokens (0 for samples without a
+        teacher); only when some sample carries ``teacher_log_probs``.
     student_topk_logprobs_B_T_K / teacher_topk_logprobs_B_T_K: ``[B, T, K]`` current-policy
         (with grad) and teacher log-probs of the teacher's top-K tokens at each position; only
         when the samples carry a teacher top-K (``--distill-topk``).
@@ -125,6 +127,7 @@ class LossInputs:
     input_ids_B_T: torch.Tensor | None = None
     rewards_B: torch.Tensor | None = None
     global_num_samples: float | None = None
+    teacher_logprobs_B_T: torch.Tensor | None = None
     student_topk_logprobs_B_T_K: torch.Tensor | None = None
     teacher_topk_logprobs_B_T_K: torch.Tensor | None = None
 
@@ -135,7 +138,8 @@ class LossInputs:
         if self.rewards_B is not None and tuple(self.rewards_B.shape) != (shape[0],):
             raise ValueError(f"rewards_B has shape {tuple(self.rewards_B.shape)}, expected ({shape[0]},)")
         for name in ("old_logprobs_B_T", "advantages_B_T", "loss_mask_B_T", "rollout_logprobs_B_T",
-                     "ref_logprobs_B_T", "entropy_B_T", "response_mask_B_T", "input_ids_B_T"):
+                     "ref_logprobs_B_T", "entropy_B_T", "response_mask_B_T", "input_ids_B_T",
+                     "teacher_logprobs_B_T"):
             t = getattr(self, name)
             if t is not None and t.shape != shape:
                 raise ValueError(f"{name} has shape {tuple(t.shape)}, expected {tuple(shape)}")

@@ -166,8 +166,8 @@ def test_zero_advantage_for_identical_contexts(tok, lora):
     assert same.advantages == [0.0] * same.response_length  # exactly zero
     assert any(a != 0.0 for a in hinted.advantages)
     assert metrics["opd/n"] == 2
-    # student log-probs are the current policy's, not the (fake) rollout ones
-    assert hinted.metadata["student_log_probs"] != hinted.rollout_log_probs
+    assert same.teacher_log_probs == same.rollout_log_probs  # no forward pass for identical contexts
+    assert hinted.advantages == [t - o for t, o in zip(hinted.teacher_log_probs, hinted.rollout_log_probs)]
 
 
 def test_base_teacher_stays_frozen_live_teacher_follows_policy(tok):
@@ -180,7 +180,6 @@ def test_base_teacher_stays_frozen_live_teacher_follows_policy(tok):
     s1 = score_teacher(backend, [_opd_sample(tok, "Answer in plain sentences without lists.")], "base")[0]
     s2 = score_teacher(backend, [_opd_sample(tok, "Answer in plain sentences without lists.")], "live")[0]
     assert s1.teacher_log_probs == pytest.approx(s0.teacher_log_probs, abs=1e-6)
-    assert s1.metadata["student_log_probs"] != pytest.approx(s0.metadata["student_log_probs"], abs=1e-4)
     assert s2.teacher_log_probs != pytest.approx(s1.teacher_log_probs, abs=1e-4)
     with pytest.raises(ValueError, match="opd-teacher"):
         score_teacher(backend, [s0], "teacher")
@@ -200,7 +199,7 @@ def _s(branch: str, reward, teacher, student) -> Sample:
     n = len(student)
     s = Sample(tokens=[1] + [2] * n, response_length=n, rollout_log_probs=list(student), reward=reward,
                teacher_log_probs=list(teacher) if teacher is not None else None)
-    s.metadata.update(student_log_probs=list(student), judgement={"branch": branch})
+    s.metadata.update(judgement={"branch": branch})
     return s
 
 
@@ -220,8 +219,11 @@ def test_combine_normalises_each_branch_over_its_own_tokens():
     # the OPD branch, normalised, has unit RMS times its weight over its own tokens
     opd_part = [both.advantages[0] - 0.5, both.advantages[1] - 0.5] + opd.advantages
     assert math.sqrt(sum(a * a for a in opd_part) / 5) == pytest.approx(2.0, rel=1e-5)
-    # teacher log-probs move to metadata when only some samples have them
-    assert both.teacher_log_probs is None and both.metadata["teacher_log_probs"] == [-1.0, -2.0]
+    # a mixed batch (some samples without a teacher) collates; teacher rows are 0 where absent
+    from slime.batch import collate_samples
+    batch = collate_samples([both, rl])
+    assert batch.teacher_logprobs_B_L[0, 1:].tolist() == [-1.0, -2.0]
+    assert batch.teacher_logprobs_B_L[1].tolist() == [0.0, 0.0, 0.0]
     assert m["combine/opd_contrib"] > 0 and m["combine/rl_contrib"] > 0
 
 
@@ -263,10 +265,10 @@ def test_opd_judge_on_a_real_local_judge(tiny_server, tok):
     res = asyncio.run(judge.judge(turn))
     d = res.details
     assert d["hint_votes"]["accept"] + d["hint_votes"]["reject"] + d["hint_votes"]["invalid"] == 4
-    assert res.trainable == d["hint_accepted"] and d["branch"] == ("opd" if res.trainable else "none")
-    if res.trainable:
-        assert f"No, answer in French please.\n\n[Hint: {d['hint']}]" not in tok.decode(d["teacher_prompt_ids"])
-        assert f"hi there\n\n[Hint: {d['hint']}]" in tok.decode(d["teacher_prompt_ids"])
+    # seeded: the tiny model's votes accept (3 of 4 here), so the accept path runs
+    assert res.trainable and d["hint_accepted"] and d["branch"] == "opd" and d["hint_votes"]["accept"] >= 2
+    assert f"No, answer in French please.\n\n[Hint: {d['hint']}]" not in tok.decode(d["teacher_prompt_ids"])
+    assert f"hi there\n\n[Hint: {d['hint']}]" in tok.decode(d["teacher_prompt_ids"])
     assert 0.0 <= backend.accept_probability([{"role": "user", "content": "x"}]) <= 1.0
 
 
@@ -311,3 +313,16 @@ def test_root_cause_line_finds_the_innermost_error():
     task = Wrapped("outer")
     task.cause = KeyError("missing")
     assert root_cause_line(task) == "KeyError: 'missing'"
+
+
+def test_slime_loss_batch_carries_teacher_log_probs():
+    from slime.loss_plugins import _response_index, slime_batch
+    from slime.losses import LossInputs
+
+    z = torch.zeros(2, 4)
+    resp = torch.tensor([[False, True, True, False], [False, False, True, True]])
+    teacher = torch.tensor([[0.0, -1.0, -2.0, 0.0], [0.0, 0.0, -3.0, -4.0]])
+    inputs = LossInputs(logprobs_B_T=z, old_logprobs_B_T=z, advantages_B_T=z, loss_mask_B_T=resp.float(),
+                        global_num_tokens=4.0, response_mask_B_T=resp, teacher_logprobs_B_T=teacher)
+    batch = slime_batch(inputs, _response_index(inputs))
+    assert [t.tolist() for t in batch["teacher_log_probs"]] == [[-1.0, -2.0], [-3.0, -4.0]]

@@ -4,10 +4,10 @@ OPD, per response token ``t`` of a turn with an accepted hint:
 
     A_t = log pi_teacher(y_t | x + hint, y_<t) - log pi_old(y_t | x, y_<t)
 
-where ``pi_old`` is the policy before this update (the student log-probs that
-:func:`openclaw_rl.opd.teacher.score_teacher` computes in the same pass as the teacher's;
-the sampling log-probs when absent). ``--opd-adv-clip C`` clips ``|A_t|`` to ``C`` since log-gaps
-are unbounded. The loss is slime's PPO clipped surrogate on these advantages.
+where ``pi_old`` is the behaviour policy that sampled the turn: its log-probs are the sample's
+``rollout_log_probs``, recorded at serving time (at most ``--max-staleness`` versions old), so no
+extra student pass is needed. ``--opd-adv-clip C`` clips ``|A_t|`` to ``C`` since log-gaps are
+unbounded. The loss is slime's PPO clipped surrogate on these advantages.
 
 Combine dispatches each judged turn to branches (:func:`dispatch_branch`, the table below) and
 mixes, per token,
@@ -63,11 +63,10 @@ def dispatch_branch(hint_accepted: bool, verdict: int) -> str:
 
 
 def opd_token_advantages(sample: Sample, clip: float | None = None) -> list[float]:
-    """Per-token OPD advantages ``teacher - old`` of one sample (0 off the loss mask).
+    """Per-token OPD advantages ``teacher - rollout`` of one sample (0 off the loss mask).
 
     Args:
-        sample: has ``teacher_log_probs`` [R]; ``metadata["student_log_probs"]`` [R] is the
-            baseline when present, else ``rollout_log_probs``.
+        sample: has ``teacher_log_probs`` [R] and ``rollout_log_probs`` [R].
         clip: clip each advantage to ``[-clip, clip]`` (None: no clipping).
 
     Returns:
@@ -80,41 +79,35 @@ def opd_token_advantages(sample: Sample, clip: float | None = None) -> list[floa
         raise ValueError(f"sample {sample.turn_id or '?'} has no teacher_log_probs; score the teacher first")
     if clip is not None and not clip > 0:
         raise ValueError(f"--opd-adv-clip must be > 0, got {clip}")
-    old = sample.metadata.get("student_log_probs") or sample.rollout_log_probs
-    out = []
-    for t_lp, o_lp, m in zip(sample.teacher_log_probs, old, sample.loss_mask):  # type: ignore[arg-type]
-        a = float(t_lp) - float(o_lp) if m else 0.0
-        if clip is not None:
-            a = max(-clip, min(clip, a))
-        out.append(a)
-    return out
+    bound = math.inf if clip is None else clip
+    return [max(-bound, min(bound, t - o)) if m else 0.0
+            for t, o, m in zip(sample.teacher_log_probs, sample.rollout_log_probs, sample.loss_mask)]  # type: ignore[arg-type]
 
 
 def opd_advantages(samples: Sequence[Sample], clip: float | None = None) -> tuple[list[Sample], dict]:
     """Set ``advantages`` of OPD samples; samples without a teacher get zero loss mask.
 
     Returns:
-        ``(samples, metrics)`` with ``opd/n``, ``opd/adv_mean``, ``opd/adv_abs_mean`` and
-        ``opd/adv_clipfrac`` (token means over the OPD samples' loss tokens).
+        ``(samples, metrics)`` with ``opd/n``, ``opd/adv_mean``, ``opd/adv_abs_mean`` (of the
+        advantages used) and ``opd/adv_clipfrac`` (share of loss tokens at the clip bound).
     """
-    raw_sum = abs_sum = clipped = n_tok = 0.0
+    total = abs_total = clipped = n_tok = 0.0
     n = 0
     for s in samples:
         if s.teacher_log_probs is None:
             s.loss_mask = [0] * s.response_length
             s.advantages = [0.0] * s.response_length
             continue
-        raw = opd_token_advantages(s)
-        s.advantages = opd_token_advantages(s, clip) if clip else raw
+        s.advantages = opd_token_advantages(s, clip)
         n += 1
-        for r, a, m in zip(raw, s.advantages, s.loss_mask):  # type: ignore[arg-type]
+        for a, m in zip(s.advantages, s.loss_mask):  # type: ignore[arg-type]
             if m:
                 n_tok += 1
-                raw_sum += a
-                abs_sum += abs(a)
-                clipped += float(a != r)
+                total += a
+                abs_total += abs(a)
+                clipped += float(clip is not None and abs(a) >= clip)
     d = max(1.0, n_tok)
-    return list(samples), {"opd/n": n, "opd/adv_mean": raw_sum / d, "opd/adv_abs_mean": abs_sum / d,
+    return list(samples), {"opd/n": n, "opd/adv_mean": total / d, "opd/adv_abs_mean": abs_total / d,
                            "opd/adv_clipfrac": clipped / d}
 
 
@@ -143,8 +136,6 @@ def combine_advantages(samples: Sequence[Sample], w_opd: float = 1.0, w_rl: floa
         ``(samples, metrics)``: ``combine/n_{both,opd,rl,none}``, ``combine/opd_rms``,
         ``combine/rl_rms`` (the normalisers), ``combine/opd_contrib`` and ``combine/rl_contrib``
         (mean ``|w * Â|`` of each branch over all loss tokens of the batch).
-        ``teacher_log_probs`` move to ``metadata`` when only some samples have them (the batch
-        collator wants all or none).
 
     Raises:
         ValueError: negative weights, or an OPD-branch sample without ``teacher_log_probs``.
@@ -177,10 +168,6 @@ def combine_advantages(samples: Sequence[Sample], w_opd: float = 1.0, w_rl: floa
                 adv[t] += a
                 rl_contrib += abs(a)
         s.advantages = adv
-    if any(s.teacher_log_probs is None for s in samples):
-        for s in samples:
-            if s.teacher_log_probs is not None:
-                s.metadata["teacher_log_probs"], s.teacher_log_probs = s.teacher_log_probs, None
     d = max(1.0, n_tok)
     metrics = {f"combine/n_{b}": counts.get(b, 0) for b in BRANCHES}
     metrics.update({"combine/opd_rms": opd_rms, "combine/rl_rms": rl_rms,

@@ -15,8 +15,9 @@ so teacher log-prob ``t`` and student log-prob ``t`` are both of response token 
 An empty hint means identical contexts: the stored prompt ids are used as they are (no render).
 
 :func:`response_logprobs` scores ``R`` response tokens after any prompt in one forward pass.
-:func:`score_teacher` fills ``Sample.teacher_log_probs`` (and the student's current log-probs, the
-advantage's baseline) for a batch, with the teacher source of ``--opd-teacher``:
+:func:`score_teacher` fills ``Sample.teacher_log_probs`` for a batch (the advantage's baseline is
+the sample's own ``rollout_log_probs``, so no student pass is needed), with the teacher source of
+``--opd-teacher``:
 
 * ``base`` (default): the frozen base weights (LoRA: the adapter disabled; full fine-tuning: the
   base checkpoint loaded once from ``--model-path``, so a resumed run still uses the base);
@@ -39,8 +40,8 @@ import torch
 from slime.logprobs import compute_token_logprobs
 from slime.sample import Sample
 
-__all__ = ["HINT_FORMAT", "TEACHER_SOURCES", "hinted_messages", "teacher_prompt_ids",
-           "response_logprobs", "response_topk", "score_teacher"]
+__all__ = ["HINT_FORMAT", "TEACHER_SOURCES", "hinted_messages", "teacher_prompt_ids", "teacher_ids",
+           "response_logprobs", "response_logprobs_topk", "score_teacher"]
 
 log = logging.getLogger(__name__)
 
@@ -131,13 +132,13 @@ def response_logprobs(model: torch.nn.Module, prompt_ids: Sequence[int], respons
     return out.logprobs_B_L[0, P:P + R].detach().float().cpu()
 
 
-def response_topk(model: torch.nn.Module, prompt_ids: Sequence[int], response_ids: Sequence[int], k: int,
-                  temperature: float = 1.0) -> tuple[list[list[int]], list[list[float]]]:
-    """The model's top-``k`` next tokens at each response position (one forward pass, no grad).
+def response_logprobs_topk(model: torch.nn.Module, prompt_ids: Sequence[int], response_ids: Sequence[int],
+                           k: int, temperature: float = 1.0) -> tuple[list[float], list[list[int]], list[list[float]]]:
+    """Like :func:`response_logprobs`, plus the model's top-``k`` next tokens at each response
+    position, from the same forward pass (full ``[R, V]`` logits; no grad).
 
     Returns:
-        ``(ids [R][k], logprobs [R][k])``: at position ``t`` the ``k`` most likely tokens given
-        ``prompt + response[:t]`` and their log-probs (logits divided by ``temperature``).
+        ``(logprobs [R], topk_ids [R][k], topk_logprobs [R][k])`` (logits divided by ``temperature``).
 
     Raises:
         ValueError: empty ``prompt_ids`` or ``k < 1``.
@@ -149,8 +150,10 @@ def response_topk(model: torch.nn.Module, prompt_ids: Sequence[int], response_id
     ids_1_L = torch.tensor([list(prompt_ids) + list(response_ids)], dtype=torch.long, device=dev)
     with torch.no_grad():
         logits_R_V = model(input_ids=ids_1_L).logits[0, P - 1:P + R - 1].float() / temperature
-        top = torch.log_softmax(logits_R_V, -1).topk(k, dim=-1)
-    return top.indices.cpu().tolist(), top.values.cpu().tolist()
+        logp_R_V = torch.log_softmax(logits_R_V, -1)
+        taken_R = logp_R_V.gather(-1, ids_1_L[0, P:, None]).squeeze(-1)
+        top = logp_R_V.topk(k, dim=-1)
+    return taken_R.cpu().tolist(), top.indices.cpu().tolist(), top.values.cpu().tolist()
 
 
 @contextlib.contextmanager
@@ -169,61 +172,61 @@ def _teacher_model(backend: Any, source: str):
         yield backend.ref_model
 
 
+def teacher_ids(sample: Sample) -> list[int] | None:
+    """The sample's teacher prompt ids: ``metadata["teacher_prompt_ids"]``, else those the OPD judge
+    stored with its judgement (``metadata["judgement"]["teacher_prompt_ids"]``); None without a hint."""
+    return sample.metadata.get("teacher_prompt_ids") or (sample.metadata.get("judgement") or {}).get(
+        "teacher_prompt_ids")
+
+
 def score_teacher(backend: Any, samples: Sequence[Sample], source: str = "base",
                   topk: int | None = None) -> list[Sample]:
-    """Fill ``teacher_log_probs`` and ``metadata["student_log_probs"]`` for OPD samples.
+    """Fill ``teacher_log_probs`` for the samples that have teacher prompt ids (:func:`teacher_ids`).
 
-    A sample takes part when ``metadata["teacher_prompt_ids"]`` (or
-    ``metadata["judgement"]["teacher_prompt_ids"]``, where the OPD judge stores them for an
-    accepted hint) is set. Others are returned untouched. When the teacher prompt equals the
-    student prompt (identical contexts), the teacher log-probs are the student's, so the OPD
-    advantage is exactly zero.
+    One teacher forward pass per such sample; others are returned untouched. When the teacher
+    prompt equals the student prompt (identical contexts), the teacher log-probs are set to the
+    sample's ``rollout_log_probs`` without a forward pass, so the OPD advantage is exactly zero.
 
     Args:
         backend: a :class:`slime.backend.TrainingBackend` (its model, LoRA state, temperature).
         samples: the rollout's samples.
         source: ``"base"`` or ``"live"`` (``--opd-teacher``).
         topk: also store the teacher's top-K tokens per position (``--distill-topk``) in
-            ``metadata["teacher_topk_ids"]`` / ``["teacher_topk_logprobs"]`` (``[R][K]``).
+            ``metadata["teacher_topk_ids"]`` / ``["teacher_topk_logprobs"]`` (``[R][K]``), from the
+            same forward pass (identical contexts: from the current policy).
 
     Returns:
-        The same samples (mutated): ``teacher_log_probs`` [R] and ``metadata["student_log_probs"]``
-        [R], both at the sampling temperature, on the current policy weights before the update.
+        The same samples (mutated), ``teacher_log_probs`` [R] at the sampling temperature.
 
     Raises:
         ValueError: unknown ``source``.
     """
     if source not in TEACHER_SOURCES:
         raise ValueError(f"--opd-teacher must be one of {', '.join(TEACHER_SOURCES)}, got {source!r}")
-    for s in samples:  # the OPD judge stores them with its judgement
-        ids = (s.metadata.get("judgement") or {}).get("teacher_prompt_ids")
-        if ids and not s.metadata.get("teacher_prompt_ids"):
-            s.metadata["teacher_prompt_ids"] = list(ids)
-    todo = [s for s in samples if s.metadata.get("teacher_prompt_ids")]
+    todo = [(s, teacher_ids(s)) for s in samples if teacher_ids(s)]
     if not todo:
         return list(samples)
     was_training = backend.model.training
     backend.model.eval()
     try:
-        for s in todo:
-            student = response_logprobs(backend.model, s.prompt_tokens, s.response_tokens, backend.temperature)
-            s.metadata["student_log_probs"] = student.tolist()
-            if list(s.metadata["teacher_prompt_ids"]) == s.prompt_tokens:
-                s.teacher_log_probs = student.tolist()
+        for s, t_ids in todo:
+            if list(t_ids) == s.prompt_tokens:
+                s.teacher_log_probs = list(s.rollout_log_probs)
                 if topk:
-                    s.metadata["teacher_topk_ids"], s.metadata["teacher_topk_logprobs"] = response_topk(
-                        backend.model, s.prompt_tokens, s.response_tokens, topk, backend.temperature)
+                    _, s.metadata["teacher_topk_ids"], s.metadata["teacher_topk_logprobs"] = response_logprobs_topk(
+                        backend.model, t_ids, s.response_tokens, topk, backend.temperature)
         with _teacher_model(backend, source) as teacher:
-            for s in todo:
-                if s.teacher_log_probs is None:
-                    t_ids = s.metadata["teacher_prompt_ids"]
-                    s.teacher_log_probs = response_logprobs(
-                        teacher, t_ids, s.response_tokens, backend.temperature).tolist()
-                    if topk:
-                        s.metadata["teacher_topk_ids"], s.metadata["teacher_topk_logprobs"] = response_topk(
-                            teacher, t_ids, s.response_tokens, topk, backend.temperature)
+            for s, t_ids in todo:
+                if s.teacher_log_probs is not None:
+                    continue
+                if topk:
+                    s.teacher_log_probs, s.metadata["teacher_topk_ids"], s.metadata["teacher_topk_logprobs"] = \
+                        response_logprobs_topk(teacher, t_ids, s.response_tokens, topk, backend.temperature)
+                else:
+                    s.teacher_log_probs = response_logprobs(teacher, t_ids, s.response_tokens,
+                                                            backend.temperature).tolist()
     finally:
         backend.model.train(was_training)
-    for s in todo:
+    for s, _ in todo:
         s.validate()
     return list(samples)
