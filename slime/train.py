@@ -61,22 +61,55 @@ def _advantages(samples, cfg, trainer) -> tuple[list, dict]:
     return compute_method_advantages(ray.get(trainer.score_teacher.remote(samples)), cfg)
 
 
-def train(cfg, logger: MetricsLogger | None = None) -> dict:
-    """Run the loop for ``cfg.num_rollout`` steps; returns a summary dict.
+def check_run(cfg) -> list[str]:
+    """Every start-up check of a run, before Ray or any model starts: the OpenClaw flags, flag
+    combinations, and all plugins (:func:`slime.plugin_check.check_plugins`).
+
+    Returns:
+        One line per plugin in use (what was loaded, in which convention).
 
     Raises:
-        ConfigError: inconsistent configuration (before anything starts).
-        slime.plugins.PluginError: a plugin that does not load or check (before anything starts).
+        ConfigError / ValueError: a bad flag or combination (one-line message).
+        slime.plugins.PluginError: a plugin that does not load or check.
+    """
+    from openclaw_rl.rollout.args import validate_openclaw
+    from slime.plugin_check import check_plugins
+
+    if not cfg.num_rollout:
+        raise ConfigError("--num-rollout is required")
+    validate_openclaw(cfg.extra)
+    if cfg.extra.get("distill_topk") and cfg.advantage_estimator != "opd":
+        raise ConfigError("--distill-topk needs --advantage-estimator opd")
+    lines = check_plugins(cfg)
+    if cfg.advantage_estimator == "grpo" and cfg.n_samples_per_prompt < 2 and not cfg.disable_rewards_normalization:
+        raise ConfigError("--advantage-estimator grpo (the default) needs --n-samples-per-prompt >= 2; "
+                          "live turns are single samples: use --advantage-estimator broadcast "
+                          "(Binary RL), opd or combine")
+    return lines
+
+
+def train(cfg, logger: MetricsLogger | None = None) -> dict:
+    """Check the run (:func:`check_run`), then run the loop for ``cfg.num_rollout`` steps.
+
+    Returns:
+        A summary dict.
+
+    Raises:
+        ConfigError / ValueError / slime.plugins.PluginError: from :func:`check_run`, before
+            anything starts.
         Exceptions from the actors propagate after the server and judges are shut down.
     """
+    for line in check_run(cfg):
+        log.info("plugin %s", line)
+    return run_loop(cfg, logger)
+
+
+def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
+    """The loop itself, for a config that passed :func:`check_run`; returns a summary dict."""
     import ray
 
     from slime.ray_actors import RolloutManager, TrainActor, init_ray
 
-    if not cfg.num_rollout:
-        raise ConfigError("--num-rollout is required")
-    from slime.plugin_check import check_plugins
-    check_plugins(cfg)  # plugins fail here, before any actor or model starts (slime.plugins.PluginError)
     init_ray()
     logger = logger or MetricsLogger(cfg.extra.get("log_dir") or "logs")
     trainer = TrainActor.remote(cfg)
@@ -146,24 +179,14 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         cfg = parse_args(argv, extra_arg_adders=default_arg_adders())
-        from openclaw_rl.rollout.args import validate_openclaw
-        validate_openclaw(cfg.extra)
-        if cfg.extra.get("distill_topk") and cfg.advantage_estimator != "opd":
-            raise ConfigError("--distill-topk needs --advantage-estimator opd")
-        from slime.plugin_check import check_plugins  # a bad plugin fails here, before Ray starts
-        for line in check_plugins(cfg):
+        for line in check_run(cfg):  # a bad flag or plugin fails here, before Ray starts
             log.info("plugin %s", line)
-        if (cfg.advantage_estimator == "grpo" and cfg.n_samples_per_prompt < 2
-                and not cfg.disable_rewards_normalization):
-            raise ConfigError("--advantage-estimator grpo (the default) needs --n-samples-per-prompt >= 2; "
-                              "live turns are single samples: use --advantage-estimator broadcast "
-                              "(Binary RL), opd or combine")
-    except (ConfigError, ValueError) as exc:
+    except ValueError as exc:  # ConfigError and PluginError are ValueErrors
         print(f"slime/train.py: error: {exc}", file=sys.stderr)
         return 2
     from slime.plugin_failures import plugin_error_message
     try:
-        summary = train(cfg)
+        summary = run_loop(cfg)
     except Exception as exc:  # one line naming the cause; the full traceback goes to a file
         message = plugin_error_message(exc)  # already names the plugin and what it did
         if message is None:

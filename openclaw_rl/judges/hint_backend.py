@@ -59,9 +59,10 @@ class StructuredHintBackend(LocalJudgeBackend):
         logp = torch.log_softmax(logits, -1)
         return float(logp.gather(-1, torch.tensor(cont, device=dev)[:, None]).sum())
 
-    def accept_probability(self, messages: list[dict]) -> float:
-        """P(accept) from the two decision replies' log-probs, normalised over the two."""
-        prompt = self._prompt_ids(self.prompt_text(messages))
+    def accept_probability(self, messages: list[dict], text: str | None = None) -> float:
+        """P(accept) from the two decision replies' log-probs, normalised over the two
+        (``text``: the already rendered prompt of ``messages``)."""
+        prompt = self._prompt_ids(text if text is not None else self.prompt_text(messages))
         with self._lock:
             a, r = self._reply_logprob(prompt, ACCEPT), self._reply_logprob(prompt, REJECT)
         return 1.0 / (1.0 + math.exp(r - a))
@@ -85,15 +86,15 @@ class StructuredHintBackend(LocalJudgeBackend):
     def _score(self, messages: list[dict], n: int) -> BackendScore:
         import torch
 
-        p_accept = self.accept_probability(messages)
+        text = self.prompt_text(messages)
+        p_accept = self.accept_probability(messages, text)
         if self.vote == "argmax":
             votes = [1 if p_accept >= 0.5 else -1] * n
         else:
-            text = self.prompt_text(messages)
             gen = torch.Generator().manual_seed(_stable_seed(self.seed + 1, text))
             votes = [1 if float(torch.rand((), generator=gen)) < p_accept else -1 for _ in range(n)]
         k = votes.count(1)
-        hints = iter(self._hints(self.prompt_text(messages), k) if k else [])
+        hints = iter(self._hints(text, k) if k else [])
         texts = [f"{ACCEPT}\n<hint>{next(hints)}</hint>" if v == 1 else REJECT for v in votes]
         return BackendScore(votes=votes, probs={1: p_accept, -1: 1.0 - p_accept}, texts=texts)
 
