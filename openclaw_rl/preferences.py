@@ -1,0 +1,125 @@
+"""Stated preferences for the main job's simulated user, each with the rule that checks a reply.
+
+The main job's user appends one preference to every question and reacts to every reply the way a
+person would: a correction (in one of several styles) when the reply misses the preference, thanks
+or a move to the next topic when it meets it. The rule is the ground truth the run measures the
+model and the judge against; the judge never sees it (it reads only the next state).
+
+Which preference the main job uses was chosen by measuring (``python -m
+openclaw_rl.preferences --model-path builtin:smollm2-135m``): a task has room to learn only where
+the untrained model rarely meets it. The table of measured baselines is in
+``docs/learning.md``; :data:`DEFAULT_PREFERENCE` names the chosen one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+__all__ = ["Preference", "PREFERENCES", "DEFAULT_PREFERENCE", "get_preference"]
+
+_LIST_LINE = re.compile(r"^\s*(?:[-*+•]\s+|\d+[.)]\s+)")
+_HEADING = re.compile(r"^\s*#{1,6}\s")
+_SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
+_FRENCH = frozenset("le la les est et de une un des vous je pour en du que qui dans sur avec pas".split())
+
+
+def _no_markdown(reply: str) -> bool:
+    lines = reply.splitlines()
+    return not (any(_LIST_LINE.match(ln) or _HEADING.match(ln) for ln in lines) or "**" in reply or "__" in reply)
+
+
+@dataclass(frozen=True)
+class Preference:
+    """One stated preference.
+
+    Attributes:
+        name: short id (``--preference``).
+        instruction: the sentence the user appends to each question.
+        check: ``check(reply) -> bool``, True when the reply meets the preference.
+        corrections: what the user says when a reply misses it (several styles: explicit,
+            indirect, repeating the request); one is picked per reply, deterministically.
+        praises: what the user says when a reply meets it (thanks, or moving on).
+    """
+
+    name: str
+    instruction: str
+    check: Callable[[str], bool]
+    corrections: tuple[str, ...]
+    praises: tuple[str, ...]
+
+    def satisfied(self, reply: str) -> bool:
+        """True when ``reply`` meets the preference (an empty reply never does)."""
+        return bool(reply.strip()) and bool(self.check(reply))
+
+    def feedback(self, reply: str, key: str = "") -> str:
+        """The user's next message after ``reply``: a correction or a praise, in a style picked
+        by hashing ``key`` (e.g. the session id and turn index) and the reply."""
+        options = self.praises if self.satisfied(reply) else self.corrections
+        digest = hashlib.sha256(f"{key}\x00{reply}".encode()).digest()
+        return options[digest[0] % len(options)]
+
+
+_THANKS = ("Thanks, that's exactly what I wanted.", "Perfect, thank you!", "Great, that works for me.",
+           "Nice, that's just right. Thanks!")
+
+
+def _corrections(what: str, redo: str) -> tuple[str, ...]:
+    return (f"No, that's not what I asked. {what}",
+            f"Hmm, you forgot what I asked for. {what} Please try again.",
+            f"That's not right: {redo}",
+            f"Please redo it. {what}")
+
+
+PREFERENCES: dict[str, Preference] = {p.name: p for p in (
+    Preference("start-sure", "Please start your answer with 'Sure!'.",
+               lambda r: r.lstrip().startswith("Sure!"),
+               _corrections("Start your answer with 'Sure!'.", "your answer has to start with 'Sure!'."),
+               _THANKS),
+    Preference("max-20-words", "Please answer in at most 20 words.",
+               lambda r: len(r.split()) <= 20,
+               _corrections("Answer in at most 20 words.", "that was far more than 20 words."),
+               _THANKS),
+    Preference("end-question", "Please end your answer with a question for me.",
+               lambda r: r.rstrip().endswith("?"),
+               _corrections("End your answer with a question for me.", "you did not end with a question for me."),
+               _THANKS),
+    Preference("one-sentence", "Please answer in one sentence.",
+               lambda r: len(_SENTENCE_END.findall(r.strip())) <= 1,
+               _corrections("Answer in one sentence only.", "that was more than one sentence."),
+               _THANKS),
+    Preference("lowercase", "Please write your answer in lowercase letters only.",
+               lambda r: r == r.lower(),
+               _corrections("Write only lowercase letters.", "you used capital letters."),
+               _THANKS),
+    Preference("name-alex", "My name is Alex; please address me by name in your answer.",
+               lambda r: "Alex" in r,
+               _corrections("Address me by my name, Alex.", "you did not call me Alex."),
+               _THANKS),
+    Preference("french", "Please answer in French.",
+               lambda r: len({w.lower().strip(".,!?;:'\"") for w in r.split()} & _FRENCH) >= 3,
+               _corrections("Answer in French, please.", "I asked for an answer in French."),
+               _THANKS),
+    Preference("no-markdown", "Please answer in plain sentences, without markdown lists, headings or bold text.",
+               _no_markdown,
+               _corrections("Write plain sentences, without lists or markdown.",
+                            "I asked for plain prose, no lists or bold text."),
+               _THANKS),
+)}
+
+#: the main job's preference (chosen by measured baseline; see the module docstring)
+DEFAULT_PREFERENCE = "start-sure"
+
+
+def get_preference(name: str) -> Preference:
+    """The preference called ``name``.
+
+    Raises:
+        KeyError: unknown name (the message lists the known ones).
+    """
+    try:
+        return PREFERENCES[name]
+    except KeyError:
+        raise KeyError(f"unknown preference {name!r}; choose one of {', '.join(PREFERENCES)}") from None
