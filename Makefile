@@ -32,6 +32,7 @@ run: install
 
 test: install
 	bash tests/openclaw_agent/install.sh >/dev/null
+	$(PY) -m tests.support.build_models
 	$(NETNS) $(PY) -m pytest -q -p no:cacheprovider --durations=15 $(PYTEST_ARGS)
 
 test-fast: install

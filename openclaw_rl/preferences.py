@@ -42,6 +42,7 @@ class Preference:
         corrections: what the user says when a reply misses it (several styles: explicit,
             indirect, repeating the request); one is picked per reply, deterministically.
         praises: what the user says when a reply meets it (thanks, or moving on).
+        hint_terms: words a hindsight hint that names this preference contains (any one).
     """
 
     name: str
@@ -49,6 +50,7 @@ class Preference:
     check: Callable[[str], bool]
     corrections: tuple[str, ...]
     praises: tuple[str, ...]
+    hint_terms: tuple[str, ...] = ()
 
     def satisfied(self, reply: str) -> bool:
         """True when ``reply`` meets the preference (an empty reply never does)."""
@@ -77,40 +79,40 @@ PREFERENCES: dict[str, Preference] = {p.name: p for p in (
     Preference("start-sure", "Please start your answer with 'Sure!'.",
                lambda r: r.lstrip().startswith("Sure!"),
                _corrections("Start your answer with 'Sure!'.", "your answer has to start with 'Sure!'."),
-               _THANKS),
+               _THANKS, ("Sure",)),
     Preference("max-20-words", "Please answer in at most 20 words.",
                lambda r: len(r.split()) <= 20,
                _corrections("Answer in at most 20 words.", "that was far more than 20 words."),
-               _THANKS),
+               _THANKS, ("20 words", "twenty words", "short", "brief")),
     Preference("end-question", "Please end your answer with a question for me.",
                lambda r: r.rstrip().endswith("?"),
                _corrections("End your answer with a question for me.", "you did not end with a question for me."),
-               _THANKS),
+               _THANKS, ("question",)),
     Preference("one-sentence", "Please answer in one sentence.",
                lambda r: len(_SENTENCE_END.findall(r.strip())) <= 1,
                _corrections("Answer in one sentence only.", "that was more than one sentence."),
-               _THANKS),
+               _THANKS, ("one sentence", "single sentence")),
     Preference("lowercase", "Please write your answer in lowercase letters only.",
                lambda r: r == r.lower(),
                _corrections("Write only lowercase letters.", "you used capital letters."),
-               _THANKS),
+               _THANKS, ("lowercase", "lower case", "capital")),
     Preference("name-alex", "My name is Alex; please address me by name in your answer.",
                lambda r: "Alex" in r,
                _corrections("Address me by my name, Alex.", "you did not call me Alex."),
-               _THANKS),
+               _THANKS, ("Alex",)),
     Preference("french", "Please answer in French.",
                lambda r: len({w.lower().strip(".,!?;:'\"") for w in r.split()} & _FRENCH) >= 3,
                _corrections("Answer in French, please.", "I asked for an answer in French."),
-               _THANKS),
+               _THANKS, ("French",)),
     Preference("no-markdown", "Please answer in plain sentences, without markdown lists, headings or bold text.",
                _no_markdown,
                _corrections("Write plain sentences, without lists or markdown.",
                             "I asked for plain prose, no lists or bold text."),
-               _THANKS),
+               _THANKS, ("markdown", "list", "plain", "bold")),
 )}
 
 #: the main job's preference (chosen by measured baseline; see the module docstring)
-DEFAULT_PREFERENCE = "start-sure"
+DEFAULT_PREFERENCE = "name-alex"
 
 
 def get_preference(name: str) -> Preference:

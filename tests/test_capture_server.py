@@ -150,15 +150,36 @@ def test_session_done_header_finalises_without_next_state(tiny_server):
 
 
 def test_streamed_turn_is_committed_before_done(tiny_server):
-    """The [DONE] line is sent only after the turn is durable."""
+    """The chunk that carries the finish reason (and so the [DONE] line after it) is sent only
+    after the turn is durable."""
     with httpx.stream("POST", tiny_server.base_url + "/chat/completions", headers=AUTH, timeout=120,
                       json={"messages": [{"role": "user", "content": "stream me"}], "max_tokens": 6,
                             "stream": True, "session_id": "durable-stream"}) as r:
-        lines = []
+        lines, checked = [], 0
         for line in r.iter_lines():
             lines.append(line)
-            if re.match(r"data: .*\"finish_reason\": \"(stop|length)\"", line):
+            if not line.startswith("data: {"):
+                continue
+            chunk = json.loads(line[len("data: "):])
+            if chunk["choices"] and chunk["choices"][0]["finish_reason"] is not None:
                 store = TrajectoryStore(tiny_server.buffer_dir)
                 assert len(store.turns(session_id="durable-stream")) == 1
                 store.close()
+                checked += 1
+    assert checked == 1  # exactly one chunk carried the finish reason, and the turn was stored by then
     assert [line for line in lines if line][-1] == "data: [DONE]"
+
+
+def test_closing_side_request_gives_the_last_reply_its_next_state(tiny_server):
+    """A client that closes the session with a side request (``X-Session-Done``) still delivers its
+    reaction to the last reply: that main turn gets the reaction as its next state."""
+    msgs = [{"role": "user", "content": "tell me a fact"}]
+    r = _post(tiny_server, {"messages": msgs, "max_tokens": 3}, {"X-Session-Id": "closing-1"})
+    msgs += [r.json()["choices"][0]["message"], {"role": "user", "content": "No, shorter please."}]
+    _post(tiny_server, {"messages": msgs, "max_tokens": 1},
+          {"X-Session-Id": "closing-1", "X-Turn-Type": "side", "X-Session-Done": "true"})
+    store = TrajectoryStore(tiny_server.buffer_dir)
+    main, side = store.turns(session_id="closing-1")
+    assert (main.turn_type, side.turn_type) == ("main", "side")
+    assert (main.status, main.next_state, main.next_state_role) == ("ready", "No, shorter please.", "user")
+    store.close()

@@ -240,13 +240,9 @@ def test_opd_advantage_clip():
 
 
 # ----------------------------------------------------------------------------- judges
-def test_opd_judge_on_a_real_local_judge(tiny_server, tok):
-    """The structured local hint judge on the tiny model: votes parse, and an accepted hint
-    yields teacher prompt ids that decode to the prompt with the hint appended."""
+def _opd_judge_turn(tiny_server):
+    """A real recorded turn whose next state is a correction (session ``opd-judge``)."""
     from openclaw_rl.capture.store import TrajectoryStore
-    from openclaw_rl.judges.hint_backend import StructuredHintBackend
-    from openclaw_rl.judges.hints import HintJudge
-    from openclaw_rl.opd.judge import OPDTurnJudge
 
     msgs = [{"role": "user", "content": "hi there"}]
     h = {"Authorization": "Bearer sk-test", "X-Session-Id": "opd-judge"}
@@ -260,16 +256,59 @@ def test_opd_judge_on_a_real_local_judge(tiny_server, tok):
     finally:
         store.close()
     assert turn.next_state == "No, answer in French please."
+    return turn
+
+
+class _FixedHintBackend:
+    """A deterministic hint judge: every vote accepts with the same hint (forces the accept path)."""
+
+    name = "fixed"
+
+    async def score(self, messages, n):
+        from openclaw_rl.judges.backends import BackendScore
+        return BackendScore(votes=[1] * n, texts=["Decision: accept\n<hint>Answer in French.</hint>"] * n)
+
+    async def aclose(self):
+        pass
+
+
+def test_opd_judge_accept_path_builds_the_teacher_prompt(tiny_server, tok):
+    """An accepted hint makes the turn trainable (branch ``opd``) and yields teacher prompt ids that
+    decode to the turn's prompt with the hint appended to the last user message, exactly once."""
+    from openclaw_rl.judges.hints import HintJudge
+    from openclaw_rl.opd.judge import OPDTurnJudge
+
+    turn = _opd_judge_turn(tiny_server)
+    res = asyncio.run(OPDTurnJudge(HintJudge(_FixedHintBackend(), majority_vote_n=3, min_chars=1), tok).judge(turn))
+    d = res.details
+    assert res.trainable and d["hint_accepted"] and d["branch"] == "opd" and d["hint"] == "Answer in French."
+    assert d["hint_votes"] == {"accept": 3, "reject": 0, "invalid": 0}
+    text = tok.decode(d["teacher_prompt_ids"])
+    assert text.count("[Hint: Answer in French.]") == 1 and "hi there\n\n[Hint: Answer in French.]" in text
+    assert d["teacher_prompt_ids"] == teacher_prompt_ids(tok, turn.messages, turn.tools, "Answer in French.",
+                                                         turn.prompt_ids)
+
+
+def test_opd_judge_on_a_real_local_judge(tiny_server, tok):
+    """The structured local hint judge on the tiny model: every vote is well-formed, the decision
+    probability is a probability, the verdict agrees with the votes, and the same turn gets the
+    same judgement again (seeded). Which way a random tiny model decides is not asserted."""
+    from openclaw_rl.judges.hint_backend import StructuredHintBackend
+    from openclaw_rl.judges.hints import HintJudge
+    from openclaw_rl.opd.judge import OPDTurnJudge
+
+    turn = _opd_judge_turn(tiny_server)
     backend = StructuredHintBackend(TINY, max_new_tokens=24)
     judge = OPDTurnJudge(HintJudge(backend, majority_vote_n=4, min_chars=1), tok)
     res = asyncio.run(judge.judge(turn))
     d = res.details
-    assert d["hint_votes"]["accept"] + d["hint_votes"]["reject"] + d["hint_votes"]["invalid"] == 4
-    # seeded: the tiny model's votes accept (3 of 4 here), so the accept path runs
-    assert res.trainable and d["hint_accepted"] and d["branch"] == "opd" and d["hint_votes"]["accept"] >= 2
-    assert f"No, answer in French please.\n\n[Hint: {d['hint']}]" not in tok.decode(d["teacher_prompt_ids"])
-    assert f"hi there\n\n[Hint: {d['hint']}]" in tok.decode(d["teacher_prompt_ids"])
+    assert d["hint_votes"]["invalid"] == 0 and d["hint_votes"]["accept"] + d["hint_votes"]["reject"] == 4
+    assert res.trainable == d["hint_accepted"] == (d["hint_votes"]["accept"] >= 1 and bool(d["hint"]))
+    assert d["branch"] == ("opd" if d["hint_accepted"] else "none")
     assert 0.0 <= backend.accept_probability([{"role": "user", "content": "x"}]) <= 1.0
+    again = asyncio.run(judge.judge(turn)).details
+    assert {k: again[k] for k in ("hint_votes", "hint", "hint_accepted")} == \
+        {k: d[k] for k in ("hint_votes", "hint", "hint_accepted")}
 
 
 # ----------------------------------------------------------------------------- flags

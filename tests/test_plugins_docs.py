@@ -7,6 +7,7 @@ import asyncio
 import re
 from pathlib import Path
 
+import pytest
 import torch
 
 from openclaw_rl.capture.store import TrajectoryStore, TurnRecord
@@ -17,6 +18,7 @@ from slime.loss_plugins import load_loss_plugin
 from slime.plugin_check import check_plugins
 from slime.sample import Sample
 from slime.train import default_arg_adders
+from tests.support.tiny_classifier import positive_probability
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -58,4 +60,5 @@ def test_readme_custom_rm_scores_with_a_classifier(tiny_classifier, tmp_path):
                                     weight_version=0))
     store.set_next_state(rec.id, "thanks!", "user")
     res = asyncio.run(judge.judge(store.get_turn(rec.id)))
-    assert res.trainable and 0.0 < res.reward < 1.0
+    assert res.trainable
+    assert res.reward == pytest.approx(positive_probability(tiny_classifier, rec.prompt_text, "hello!", "thanks!"), abs=1e-6)

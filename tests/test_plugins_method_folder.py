@@ -13,8 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from openclaw_rl.capture.store import TrajectoryStore
+from openclaw_rl.rollout.custom_rm import turn_sample
+from slime.reward_plugins import reward_texts
 from tests.support.ray_head import job_env
 from tests.support.sessions import record_sessions
+from tests.support.tiny_classifier import positive_probability
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -50,4 +54,13 @@ def test_method_folder_from_the_template_trains_one_step(tiny_server, tiny_class
     assert row["step"] == 1 and row["train/skipped"] == 0.0 and "train/plugin_loss" in row
     db = sqlite3.connect(tmp_path / "buf" / "trajectories.sqlite")
     rewards = [r for (r,) in db.execute("SELECT reward FROM judgements WHERE method='custom_rm'")]
-    assert rewards and all(0.0 < x < 1.0 for x in rewards)  # the classifier's positive-class probability
+    db.close()
+    # each reward is the classifier's positive-class probability of the turn, computed here independently
+    store = TrajectoryStore(tmp_path / "buf")
+    judged = [(t, store.judgement(t.id)) for t in store.turns() if t.turn_type == "main"]
+    judged = [(t, j) for t, j in judged if j and j.get("method") == "custom_rm"]
+    assert len(judged) == len(rewards) >= 2
+    for t, j in judged:
+        expected = positive_probability(tiny_classifier, *reward_texts(turn_sample(t)))
+        assert j["reward"] == pytest.approx(expected, abs=1e-4)
+    store.close()

@@ -20,6 +20,7 @@ from slime.plugin_failures import FailureBudget, PluginFailureError
 from slime.plugins import PluginError
 from slime.reward_plugins import RewardPlugin, reward_config, reward_texts
 from slime.train import default_arg_adders
+from tests.support.tiny_classifier import positive_probability
 
 SIMPLE_RM = "examples/method-template/custom_rm.py"
 SLIME_RM = "examples/plugins/slime_reward.py"
@@ -65,7 +66,9 @@ def test_simple_example_on_a_tiny_classifier(tiny_classifier, tmp_path):
     assert asyncio.run(loop.judge_once(limit=5)) == 5
     assert judge.plugin.num_models == 2 and loop.stats["failed"] == 0  # built once, not per call
     rewards = [store.judgement(t.id)["reward"] for t in turns]
-    assert all(0.0 < r < 1.0 for r in rewards)
+    # each reward is the classifier's positive-class probability, computed here independently
+    for t, r in zip(turns, rewards):
+        assert r == pytest.approx(positive_probability(tiny_classifier, *reward_texts(turn_sample(t))), abs=1e-6)
     # the reward is exactly the classifier's positive-class probability of the documented text
     model = judge.plugin.fn(reward_config(cfg))
     prompt, response, next_state = reward_texts(turn_sample(turns[0]))

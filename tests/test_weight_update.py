@@ -1,8 +1,10 @@
-"""Publishing new weights to a running server: outputs change, versions advance, and no request
-fails or waits while the swap happens."""
+"""Publishing new weights to a running server: outputs change, versions advance, no request fails
+while the swap happens, and a request generating across the swap keeps the weights it started
+with. (How long requests wait around a swap is measured by ``benchmarks/serving.py``, not here.)"""
 
 from __future__ import annotations
 
+import json
 import threading
 
 import httpx
@@ -77,3 +79,55 @@ def _check_update(tiny_server, tmp_path):
                       headers=AUTH, json={"model_path": str(ckpt), "weight_version": 0}, timeout=60)
     assert back.status_code == 400  # versions never go backwards
     assert httpx.get(tiny_server.base_url.replace("/v1", "/healthz")).json()["weight_version"] == 1
+
+
+def test_a_request_straddling_the_swap_keeps_its_weights(tmp_path):
+    """A streamed request that is generating while new weights are swapped in finishes normally
+    and entirely on the weights it started with (its text equals the old weights' greedy text),
+    while the next request is served by the new weights."""
+    with running_server("builtin:tiny-qwen3", tmp_path / "rl_buffer") as server:
+        body = {"messages": [{"role": "user", "content": "straddle"}], "max_tokens": 2048, "temperature": 0}
+        old = httpx.post(server.base_url + "/chat/completions", headers=AUTH, timeout=300, json=body).json()
+        # precondition (fixed seeded weights, greedy): the old weights' reply runs to max_tokens
+        assert old["choices"][0]["finish_reason"] == "length"
+        ckpt = tmp_path / "checkpoint-1"
+        model = load_model("builtin:tiny-qwen3")
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(torch.randn_like(p) * 0.5)
+        model.save_pretrained(ckpt)
+        load_tokenizer("builtin:tiny-qwen3").save_pretrained(ckpt)
+
+        events: list[str] = []
+        first_chunk = threading.Event()
+        pieces: list[str] = []
+
+        def stream():
+            with httpx.stream("POST", server.base_url + "/chat/completions", headers=AUTH, timeout=300,
+                              json={**body, "stream": True, "session_id": "straddle"}) as r:
+                for line in r.iter_lines():
+                    if line == "data: [DONE]":
+                        events.append("done")
+                    elif line.startswith("data: {"):
+                        chunk = json.loads(line[6:])
+                        if chunk["choices"]:
+                            pieces.append(chunk["choices"][0]["delta"].get("content") or "")
+                        first_chunk.set()
+
+        t = threading.Thread(target=stream)
+        t.start()
+        assert first_chunk.wait(120)
+        events.append("update sent")
+        r = httpx.post(server.base_url.replace("/v1", "") + "/admin/update_weights_from_disk",
+                       headers=AUTH, json={"model_path": str(ckpt), "weight_version": 1}, timeout=300)
+        events.append("update done")
+        t.join(300)
+        assert r.status_code == 200
+        assert events == ["update sent", "update done", "done"]  # the stream straddled the swap
+        assert "".join(pieces) == old["choices"][0]["message"]["content"]  # ... on the old weights only
+        store = TrajectoryStore(server.buffer_dir)
+        (turn,) = store.turns(session_id="straddle")
+        assert turn.weight_version == 0 and turn.finish_reason == "length"
+        store.close()
+        new = httpx.post(server.base_url + "/chat/completions", headers=AUTH, timeout=300, json=body).json()
+        assert new["choices"][0]["message"]["content"] != old["choices"][0]["message"]["content"]

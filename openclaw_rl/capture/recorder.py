@@ -62,12 +62,16 @@ class Recorder:
 
     async def begin(self, messages: list[dict], body: Mapping, headers: Mapping[str, str],
                     prompt_ids: Sequence[int]) -> tuple[Attribution, Continuity]:
-        """Attribute a validated request; link the previous turn's next state."""
+        """Attribute a validated request; link the previous main turn's next state (for a main
+        turn, and for a side request that closes the session with ``X-Session-Done``: a client's
+        last reaction is the next state of the session's last reply)."""
         attr = await asyncio.to_thread(attribute, messages, body, headers, self.rules,
                                        self.store.lookup_continuation)
         cont = Continuity()
         if attr.turn_type == "main":
             cont = await asyncio.to_thread(self._link_previous, attr, messages, prompt_ids)
+        elif attr.done:  # a closing side request still carries the reaction to the session's last reply
+            await asyncio.to_thread(self._link_previous, attr, messages, prompt_ids)
         return attr, cont
 
     def _link_previous(self, attr: Attribution, messages, prompt_ids) -> Continuity:

@@ -114,3 +114,25 @@ def paired_delta(before: dict[str, float], after: dict[str, float]) -> dict:
     diffs = [after[i] - before[i] for i in ids]
     mean, lo, hi = mean_interval(diffs)
     return {"delta": mean, "n": len(diffs), "ci95": [lo, hi]}
+
+
+def mcnemar_exact(before: dict[str, bool], after: dict[str, bool]) -> dict:
+    """Exact McNemar test of paired binary outcomes (McNemar 1947; the exact form is the two-sided
+    binomial test of the discordant pairs with p = 1/2).
+
+    Args:
+        before / after: per-item outcome (True = success), keyed by item id; items in both are used.
+
+    Returns:
+        ``{"n", "improved": b, "worsened": c, "p_value"}`` where ``b`` counts items that went from
+        failure to success, ``c`` the reverse, and ``p_value = min(1, 2 * P(X <= min(b, c)))`` for
+        ``X ~ Binomial(b + c, 1/2)`` (1.0 when there is no discordant pair).
+    """
+    ids = sorted(set(before) & set(after))
+    b = sum(1 for i in ids if not before[i] and after[i])
+    c = sum(1 for i in ids if before[i] and not after[i])
+    n = b + c
+    if n == 0:
+        return {"n": len(ids), "improved": 0, "worsened": 0, "p_value": 1.0}
+    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1)) / 2 ** n
+    return {"n": len(ids), "improved": b, "worsened": c, "p_value": min(1.0, 2.0 * tail)}

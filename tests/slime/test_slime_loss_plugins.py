@@ -267,10 +267,23 @@ def test_start_up_check_probes_the_return_type(tmp_path):
         assert str(err.value).startswith("--custom-loss-function-path") and "\n" not in str(err.value)
 
 
-def test_probe_passes_the_kl_reference_when_the_kl_loss_is_on():
-    plugin = load_loss_plugin(SIMPLE_EXAMPLE)
-    probe_loss_plugin(plugin, PolicyLossConfig(use_kl_loss=True, kl_loss_coef=0.1))
-    assert isinstance(plugin, LossPlugin)
+def test_probe_passes_the_kl_reference_when_the_kl_loss_is_on(tmp_path):
+    """The probe batch carries reference log-probs exactly when the KL loss is on: a plugin that
+    needs them passes the probe with ``use_kl_loss`` and fails it (naming why) without."""
+    spec = _plugin(tmp_path, """
+        def loss(inputs, config):
+            if inputs.ref_logprobs_B_T is None:
+                raise ValueError("no reference log-probs")
+            assert inputs.ref_logprobs_B_T.shape == inputs.logprobs_B_T.shape
+            kl = (inputs.logprobs_B_T - inputs.ref_logprobs_B_T) * inputs.loss_mask_B_T
+            return kl.sum() / inputs.loss_mask_B_T.sum()
+    """) + ":loss"
+    plugin = load_loss_plugin(spec)
+    assert plugin.convention == "typed"
+    probe_loss_plugin(plugin, PolicyLossConfig(use_kl_loss=True, kl_loss_coef=0.1))  # passes
+    with pytest.raises(PluginError, match="no reference log-probs"):
+        probe_loss_plugin(plugin, PolicyLossConfig(use_kl_loss=False))
+    assert isinstance(load_loss_plugin(SIMPLE_EXAMPLE), LossPlugin)
 
 
 def test_example_compute_loss_trains_tiny_qwen3():

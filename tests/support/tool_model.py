@@ -12,8 +12,10 @@ conversations rendered by its own chat template, where the decision is structura
 Contexts vary: short system prompts, the long OpenClaw prompt of the captured tool session (its
 run-specific paths, model name and ids varied), and real ``openclaw agent exec`` requests with and
 without tools (``compat.supportsTools: false``), captured by our server with paths rewritten to
-the agent test's fixed work dir. Built once per cache (``$OPENCLAW_RL_CACHE/models/tiny-qwen3-tools``),
-under a file lock.
+the agent test's fixed work dir. Built once per cache and recipe
+(``$OPENCLAW_RL_CACHE/models/tiny-qwen3-tools-<recipe key>``), under a file lock, and checked right
+after the build (:mod:`tests.support.tool_model_check`): a model that would not produce the
+expected replies with a safe margin is trained further or fails the build loudly, naming why.
 """
 
 from __future__ import annotations
@@ -138,28 +140,57 @@ def _conversations(rng: random.Random, n: int) -> list[tuple[list[dict], list[di
     return out
 
 
-def build_tool_model(target: Path, steps: int = 360, seed: int = 0) -> Path:
-    """Fine-tune ``builtin:tiny-qwen3`` into ``target`` (a Hugging Face folder) and return it."""
+def build_tool_model(target: Path, steps: int = 360, seed: int = 0, repair_rounds: int = 3) -> Path:
+    """Fine-tune ``builtin:tiny-qwen3`` into ``target`` (a Hugging Face folder) and return it.
+
+    Training runs with a fixed torch thread count (2) so the arithmetic is the same on any
+    machine with the same CPU kernels. The result is then checked
+    (:mod:`tests.support.tool_model_check`); a model that misses a margin gets up to
+    ``repair_rounds`` more rounds of the second phase with fresh wordings.
+
+    Raises:
+        ToolModelCheckError: the model still fails the check after the repair rounds (the
+            message names each failing case and its margin).
+    """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from openclaw_rl.models import resolve_model_path
+    from tests.support.tool_model_check import MIN_MARGIN, ToolModelCheckError, failing_cases
 
-    base = resolve_model_path("builtin:tiny-qwen3")
-    tok = AutoTokenizer.from_pretrained(base)
-    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
-    rng = random.Random(seed)
-    torch.manual_seed(seed)
-    data = []
-    for conv in _conversations(rng, 64):
-        ids, p_len = _encode(tok, conv)
-        data.append((ids, p_len, 3.0 if p_len > 4000 else 1.0))  # long prompts are rarer: weigh them up
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
-    model.train()
-    for step in range(steps):  # 4 conversations per step, clipped: stable where 1 per step is not
-        _sft_step(model, opt, [data[(4 * step + k) % len(data)] for k in range(4)])
-    _long_phase(model, tok)
-    model.eval()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        base = resolve_model_path("builtin:tiny-qwen3")
+        tok = AutoTokenizer.from_pretrained(base)
+        model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+        rng = random.Random(seed)
+        torch.manual_seed(seed)
+        data = []
+        for conv in _conversations(rng, 64):
+            ids, p_len = _encode(tok, conv)
+            data.append((ids, p_len, 3.0 if p_len > 4000 else 1.0))  # long prompts are rarer: weigh them up
+        opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
+        model.train()
+        for step in range(steps):  # 4 conversations per step, clipped: stable where 1 per step is not
+            _sft_step(model, opt, [data[(4 * step + k) % len(data)] for k in range(4)])
+        _long_phase(model, tok)
+        model.eval()
+        failing = failing_cases(model, tok)
+        for round_ in range(repair_rounds):
+            if not failing:
+                break
+            print(f"tool model: round {round_ + 1} of repair training; below margin {MIN_MARGIN}: {failing}",
+                  flush=True)
+            _long_phase(model, tok, steps=40, seed=100 + round_)
+            model.eval()
+            failing = failing_cases(model, tok)
+        if failing:
+            raise ToolModelCheckError(
+                "the trained tool model does not reliably produce the expected replies (case: smallest "
+                f"logit margin, needed {MIN_MARGIN}): {failing}")
+    finally:
+        torch.set_num_threads(threads)
     target.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(target)
     tok.save_pretrained(target)
@@ -218,13 +249,39 @@ def _long_phase(model, tok, steps: int = 80, seed: int = 7) -> None:
         _sft_step(model, opt, batch)
 
 
-def tool_model_path() -> Path:
-    """The cached tool-using tiny model (built on first use, file-locked)."""
-    from openclaw_rl.models import _file_lock, cache_dir
+def recipe_key() -> str:
+    """A hash of everything the tool model is built from: this recipe and its check, the training
+    fixtures, the base model's config and tokenizer, and the torch / transformers versions. The
+    cache is keyed on it, so a changed recipe or library builds a new model."""
+    import hashlib
 
-    target = cache_dir() / "tiny-qwen3-tools"
+    import torch
+    import transformers
+
+    from openclaw_rl.models import resolve_model_path
+
+    here = Path(__file__).resolve().parent
+    base = resolve_model_path("builtin:tiny-qwen3")
+    h = hashlib.sha256()
+    for path in (here / "tool_model.py", here / "tool_model_check.py", FIXTURE, EXEC_FIXTURE, NOTOOLS_FIXTURE,
+                 base / "config.json", base / "tokenizer_config.json", base / "tokenizer.json"):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    h.update(f"torch={torch.__version__} transformers={transformers.__version__}".encode())
+    return h.hexdigest()[:12]
+
+
+def tool_model_path() -> Path:
+    """The cached tool-using tiny model for the current :func:`recipe_key` (built and checked on
+    first use, file-locked; models of older recipes are removed)."""
+    import shutil
+
+    from openclaw_rl.models import _atomic_build, _file_lock, cache_dir
+
+    target = cache_dir() / f"tiny-qwen3-tools-{recipe_key()}"
     with _file_lock(cache_dir() / ".tiny-qwen3-tools.lock"):
         if not (target / ".complete").exists():
-            build_tool_model(target)
-            (target / ".complete").write_text("ok\n")
+            _atomic_build(target, build_tool_model)
+            for old in cache_dir().glob("tiny-qwen3-tools*"):
+                if old != target and old.is_dir() and not old.name.startswith(target.name + "."):
+                    shutil.rmtree(old, ignore_errors=True)
     return target

@@ -1,0 +1,85 @@
+"""Held-out measurement: how often the served policy meets the user's preference on questions it
+is never trained on, and the paired comparison of two measurements.
+
+Each question is asked once, as a side turn (never trained on), at temperature 1 with a fixed seed
+per question (``seed + index``), so a measurement is reproducible for the same weights and the
+same questions are asked before and after training.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from openclaw_rl.evaluation.stats import mcnemar_exact, paired_delta, wilson_interval
+from openclaw_rl.main_job.questions import Question
+from openclaw_rl.preferences import Preference
+
+__all__ = ["measure", "compare"]
+
+SYSTEM = "You are a helpful assistant."
+
+
+def user_message(question: Question, preference: Preference) -> str:
+    """The user's first message: the question, then the stated preference."""
+    return f"{question.text}\n\n{preference.instruction}"
+
+
+def measure(base_url: str, api_key: str, questions: list[Question], preference: Preference,
+            max_tokens: int, seed: int = 1000, concurrency: int = 2, model: str = "policy",
+            hint: str | None = None) -> dict:
+    """Ask every question once and check each reply against ``preference``.
+
+    Args:
+        base_url: server root (no ``/v1``). api_key: its key.
+        questions: the held-out questions. preference: what the user asked for.
+        max_tokens: reply budget. seed: question ``i`` is sampled with ``seed + i``.
+        concurrency: requests in flight. model: the served model name.
+        hint: when set, appended to the user message as OPD's teacher sees a hint
+            (:data:`openclaw_rl.opd.teacher.HINT_FORMAT`): measures what the hinted teacher does.
+
+    Returns:
+        ``{"rate", "n", "ci95": [low, high] (Wilson), "satisfied": {question id: bool},
+        "replies": {question id: text}, "seconds"}``.
+
+    Raises:
+        openai.OpenAIError: a request failed (a measurement with holes would not be paired).
+    """
+    import openai
+
+    client = openai.OpenAI(base_url=base_url + "/v1", api_key=api_key, max_retries=2, timeout=900)
+    t0 = time.time()
+
+    from openclaw_rl.opd.teacher import HINT_FORMAT
+
+    suffix = HINT_FORMAT.format(hint=hint) if hint else ""
+
+    def ask(item: tuple[int, Question]) -> tuple[str, str]:
+        i, q = item
+        r = client.chat.completions.create(
+            model=model, max_tokens=max_tokens, temperature=1.0, seed=seed + i,
+            messages=[{"role": "system", "content": SYSTEM},
+                      {"role": "user", "content": user_message(q, preference) + suffix}],
+            extra_headers={"X-Turn-Type": "side", "X-Session-Id": f"heldout-{time.time_ns()}-{i}"})
+        return q.id, r.choices[0].message.content or ""
+
+    with ThreadPoolExecutor(max(1, concurrency)) as pool:
+        replies = dict(pool.map(ask, enumerate(questions)))
+    satisfied = {qid: preference.satisfied(text) for qid, text in replies.items()}
+    n, ok = len(satisfied), sum(satisfied.values())
+    return {"rate": ok / max(1, n), "n": n, "ci95": list(wilson_interval(ok, n)), "satisfied": satisfied,
+            "replies": replies, "seconds": round(time.time() - t0, 1)}
+
+
+def compare(before: dict, after: dict) -> dict:
+    """Paired comparison of two :func:`measure` results on the same questions.
+
+    Returns:
+        ``{"before", "after", "delta", "delta_ci95": [low, high]`` (Student's t over the per-question
+        differences), ``"mcnemar": {"n", "improved", "worsened", "p_value"}`` (exact)}.
+    """
+    b = {k: float(v) for k, v in before["satisfied"].items()}
+    a = {k: float(v) for k, v in after["satisfied"].items()}
+    d = paired_delta(b, a)
+    return {"before": before["rate"], "after": after["rate"], "delta": d["delta"], "delta_ci95": d["ci95"],
+            "mcnemar": mcnemar_exact(before["satisfied"], after["satisfied"])}

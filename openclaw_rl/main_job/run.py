@@ -1,0 +1,150 @@
+"""The main job's orchestration (see :mod:`openclaw_rl.main_job` for what it does)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from openclaw_rl.models import DEFAULT_MODEL
+from openclaw_rl.preferences import DEFAULT_PREFERENCE, PREFERENCES, get_preference
+
+API_KEY = "sk-local"
+#: trainer flags per ``--method`` (``make run METHOD=rl|opd|combine``)
+METHOD_ARGS = {"rl": ("--advantage-estimator", "broadcast"),
+               "opd": ("--advantage-estimator", "opd", "--opd-teacher", "base"),
+               "combine": ("--advantage-estimator", "combine", "--opd-teacher", "base")}
+
+
+def parse_main_args(argv: list[str] | None) -> argparse.Namespace:
+    """The main job's flags (``make run ARGS="..."``)."""
+    p = argparse.ArgumentParser(prog="make run", description="The main job on the embedded model.",
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--model-path", default=DEFAULT_MODEL, help="policy to serve and train")
+    p.add_argument("--method", choices=sorted(METHOD_ARGS), default="combine",
+                   help="rl (Binary RL), opd (on-policy distillation) or combine (both)")
+    p.add_argument("--preference", choices=sorted(PREFERENCES), default=DEFAULT_PREFERENCE,
+                   help="what the simulated user asks for (docs/learning.md: how it was chosen)")
+    p.add_argument("--steps", type=int, default=24, help="train steps (weight versions published)")
+    p.add_argument("--batch-size", type=int, default=8, help="judged turns per train step")
+    p.add_argument("--max-tokens", type=int, default=32, help="reply budget of the simulated user's turns")
+    p.add_argument("--held-out", type=int, default=40, help="held-out questions (never trained on)")
+    p.add_argument("--eval-max-tokens", type=int, default=32, help="reply budget of held-out questions")
+    p.add_argument("--lr", type=float, default=1e-3, help="LoRA learning rate")
+    p.add_argument("--lora-rank", type=int, default=8)
+    p.add_argument("--prm-mode", default=None, help="PRM judge mode (default: the trainer's default)")
+    p.add_argument("--concurrency", type=int, default=2, help="simulated users talking at once")
+    p.add_argument("--no-reserve", action="store_true",
+                   help="skip re-serving the saved checkpoint on a fresh server at the end")
+    p.add_argument("--out", default="outputs/main-job", help="a time-stamped run folder is made here")
+    a = p.parse_args(argv)
+    for flag in ("steps", "batch_size", "max_tokens", "eval_max_tokens", "concurrency", "lora_rank"):
+        if getattr(a, flag) < 1:
+            p.error(f"--{flag.replace('_', '-')} must be >= 1")
+    return a
+
+
+def trainer_argv(a: argparse.Namespace, base: str, out: Path) -> list[str]:
+    """The trainer's command line for this run (slime's flags)."""
+    judge = ["--prm-mode", a.prm_mode] if a.prm_mode else []
+    return ["--model-path", a.model_path, "--server-url", base, "--api-key", API_KEY,
+            "--rl-buffer-dir", str(out / "rl_buffer"), "--save", str(out / "ckpt"), "--save-interval", "1000000",
+            "--log-dir", str(out / "logs"), "--num-rollout", str(a.steps),
+            "--rollout-batch-size", str(a.batch_size), *METHOD_ARGS[a.method],
+            "--use-lora", "--lora-rank", str(a.lora_rank), "--lr", str(a.lr), "--eps-clip", "0.2",
+            "--eps-clip-high", "0.28", "--use-tis", "--max-staleness", "2", "--majority-vote-n", "1",
+            "--num-judge-workers", "1", "--rollout-max-response-len", str(a.max_tokens), *judge]
+
+
+def _reserve(a, out: Path, test_q, pref) -> dict | None:
+    """Serve the saved checkpoint on a fresh server and measure the held-out questions again."""
+    from openclaw_rl.evaluation.targets import resolve_target, serving
+    from openclaw_rl.main_job.heldout import measure
+
+    ckpt = out / "ckpt"
+    if a.no_reserve or not (ckpt / "checkpoint-latest").exists():
+        return None
+    target = resolve_target(str(ckpt), base_model=a.model_path)
+    (out / "reserve").mkdir(exist_ok=True)
+    with serving(target, out / "reserve", torch_threads=2) as ep:
+        base = ep.base_url.rsplit("/v1", 1)[0]
+        return measure(base, ep.api_key, test_q, pref, a.eval_max_tokens, model=target.label)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the main job; returns 0, or 1 if any request of the simulated user failed.
+
+    Raises:
+        SystemExit(2): bad flags (argparse's one-line error).
+    """
+    import ray
+
+    from openclaw_rl.capture.store import TrajectoryStore
+    from openclaw_rl.main_job.heldout import compare, measure
+    from openclaw_rl.main_job.questions import question_sets
+    from openclaw_rl.main_job.report import joined_turns, judge_report, per_version, plot_learning
+    from openclaw_rl.main_job.traffic import traffic_counts
+    from openclaw_rl.main_job.user import UserDriver
+    from openclaw_rl.server.launcher import running_server
+    from slime.arguments import parse_args
+    from slime.train import default_arg_adders, train
+
+    a = parse_main_args(argv)
+    pref = get_preference(a.preference)
+    out = Path(a.out) / time.strftime("%Y%m%d-%H%M%S")
+    out.mkdir(parents=True, exist_ok=True)
+    train_q, test_q = question_sets(a.held_out)
+    t0 = time.time()
+    print(f"[main job] {a.method} on {a.model_path}; the user asks: {pref.instruction!r}", flush=True)
+    with running_server(a.model_path, out / "rl_buffer", "--served-model-name", "policy",
+                        "--torch-threads", "1", api_key=API_KEY, log_dir=out) as server:
+        base = server.base_url.rsplit("/v1", 1)[0]
+        print(f"[main job] serving at {server.base_url}; {len(test_q)} held-out questions...", flush=True)
+        before = measure(base, API_KEY, test_q, pref, a.eval_max_tokens, concurrency=a.concurrency)
+        print(f"[main job] before: {before['rate']:.3f} ({before['seconds']} s); training {a.steps} steps...",
+              flush=True)
+        cfg = parse_args(trainer_argv(a, base, out), extra_arg_adders=default_arg_adders())
+        driver = UserDriver(base, API_KEY, train_q, pref, a.max_tokens, concurrency=a.concurrency).start()
+        try:
+            summary = train(cfg)
+        finally:
+            driver.stop()
+            ray.shutdown()
+        after = measure(base, API_KEY, test_q, pref, a.eval_max_tokens, concurrency=a.concurrency)
+        print(f"[main job] after: {after['rate']:.3f}; re-serving the checkpoint...", flush=True)
+    reserved = _reserve(a, out, test_q, pref)
+    store = TrajectoryStore(out / "rl_buffer")
+    rows, unmatched = joined_turns(store, driver.truth)
+    judges = judge_report(rows, pref.hint_terms)
+    versions = per_version(rows)
+    heldout = {"before": before, "after": after, "comparison": compare(before, after)}
+    metrics = [json.loads(line) for p in sorted((out / "logs").rglob("metrics.jsonl"))
+               for line in p.read_text().splitlines()]
+    plot = plot_learning(out / "learning.png", versions, metrics, heldout,
+                         f"{a.method} on {a.model_path}: {pref.instruction}")
+    result = {**traffic_counts(store, a.method), "method": a.method, "preference": pref.name,
+              "samples_trained": summary["samples_trained"], "steps": summary["steps"],
+              "versions_published": summary["versions_published"], "failed_requests": driver.failed,
+              "user_sessions": driver.sessions,
+              "satisfaction_before": before["rate"], "satisfaction_after": after["rate"],
+              "satisfaction_before_ci95": before["ci95"], "satisfaction_after_ci95": after["ci95"],
+              "satisfaction_delta": heldout["comparison"]["delta"],
+              "satisfaction_delta_ci95": heldout["comparison"]["delta_ci95"],
+              "mcnemar": heldout["comparison"]["mcnemar"],
+              "satisfaction_reserved": None if reserved is None else reserved["rate"],
+              "satisfaction_reserved_ci95": None if reserved is None else reserved["ci95"],
+              "held_out_questions": len(test_q), "judge": judges, "unmatched_turns": unmatched,
+              "per_version": versions, "plot": str(plot), "reward_loss_plot": summary.get("plot"),
+              "buffer": str(store.path), "wall_s": round(time.time() - t0, 1)}
+    store.close()
+    (out / "heldout.json").write_text(json.dumps({"before": before, "after": after, "reserved": reserved},
+                                                 indent=1))
+    (out / "summary.json").write_text(json.dumps(result, indent=2))
+    print("\n== main job summary ==\n" + json.dumps(result, indent=2))
+    return 1 if driver.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

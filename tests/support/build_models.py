@@ -1,0 +1,33 @@
+"""Build (or find cached) every model the test suite uses, before pytest starts.
+
+``make test`` runs ``python -m tests.support.build_models`` first, so a first build on a new
+machine (minutes for the trained tool model) happens outside any per-test timeout, with its
+progress printed, and a model that fails its check (:mod:`tests.support.tool_model_check`) stops
+the run here with the reason instead of failing tests one by one.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+def main() -> int:
+    """Resolve the built-in models and the tool model; returns 0 (raises on a failed build)."""
+    from openclaw_rl.models import resolve_model_path
+    from tests.support.tool_model import recipe_key, tool_model_path
+
+    for name in ("builtin:tiny-qwen3", "builtin:smollm2-135m"):
+        t0 = time.time()
+        path = resolve_model_path(name)
+        print(f"test models: {name} -> {path} ({time.time() - t0:.0f} s)", flush=True)
+    t0 = time.time()
+    print(f"test models: tool model (recipe {recipe_key()}); a first build trains it for several minutes...",
+          flush=True)
+    path = tool_model_path()
+    print(f"test models: tool model -> {path} ({time.time() - t0:.0f} s)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
