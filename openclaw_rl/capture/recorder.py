@@ -60,15 +60,33 @@ class Recorder:
     def __init__(self, store: TrajectoryStore, rules: TurnRules, idle_timeout: float = 600.0):
         self.store, self.rules, self.idle_timeout = store, rules, idle_timeout
 
-    async def begin(self, messages: list[dict], body: Mapping, headers: Mapping[str, str],
-                    prompt_ids: Sequence[int]) -> tuple[Attribution, Continuity]:
-        """Attribute a validated request; link the previous turn's next state."""
+    async def attribute(self, messages: list[dict], body: Mapping,
+                        headers: Mapping[str, str]) -> tuple[Attribution, TurnRecord | None]:
+        """Attribute a validated request (changes nothing in the store).
+
+        Returns:
+            ``(attribution, continued)``: ``continued`` is the recorded turn of the same session
+            whose reply the request extends (its reply is ``messages[attr.next_state_from - 1]``),
+            or None.
+        """
         attr = await asyncio.to_thread(attribute, messages, body, headers, self.rules,
                                        self.store.lookup_continuation)
-        cont = Continuity()
-        if attr.turn_type == "main":
-            cont = await asyncio.to_thread(self._link_previous, attr, messages, prompt_ids)
-        return attr, cont
+        continued = None
+        if attr.continued_turn_id is not None:
+            continued = await asyncio.to_thread(self.store.get_turn, attr.continued_turn_id)
+        return attr, continued
+
+    async def link(self, attr: Attribution, messages: list[dict], prompt_ids: Sequence[int]) -> Continuity:
+        """Link the previous main turn's next state and check token continuity against it."""
+        if attr.turn_type != "main":
+            return Continuity()
+        return await asyncio.to_thread(self._link_previous, attr, messages, prompt_ids)
+
+    async def begin(self, messages: list[dict], body: Mapping, headers: Mapping[str, str],
+                    prompt_ids: Sequence[int]) -> tuple[Attribution, Continuity]:
+        """:meth:`attribute` then :meth:`link` (for callers that do not splice prompts)."""
+        attr, _ = await self.attribute(messages, body, headers)
+        return attr, await self.link(attr, messages, prompt_ids)
 
     def _link_previous(self, attr: Attribution, messages, prompt_ids) -> Continuity:
         prev = self.store.last_main_turn(attr.session_id)
