@@ -85,11 +85,15 @@ def load_checked_model(folder: Path, served_model, dtype):
     from transformers import AutoModelForCausalLM
 
     check_config(served_model.config, folder)
+    files = sorted(p.name for p in folder.iterdir() if p.suffix in (".safetensors", ".bin"))
+    if not files:
+        raise InvalidWeightsError(f"{folder} has no weight files (*.safetensors or *.bin)")
     try:
         model, info = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, output_loading_info=True)
     except Exception as exc:  # safetensors/torch/transformers errors all mean "cannot load"
-        raise InvalidWeightsError(f"could not load the weights in {folder}: "
-                                  f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from exc
+        raise InvalidWeightsError(f"could not load the weights in {folder} ({', '.join(files)}; truncated "
+                                  f"or corrupt?): {type(exc).__name__}: "
+                                  f"{str(exc).splitlines()[0] if str(exc) else ''}") from exc
     missing = list(info.get("missing_keys") or [])
     mismatched = list(info.get("mismatched_keys") or [])
     if missing or mismatched:
