@@ -1,10 +1,12 @@
 """Capture glue between the server and the store (``--enable-rl-intercept``).
 
-Per request, two steps:
+Per request, three steps:
 
-* :meth:`Recorder.begin`, once the prompt is rendered: attributes the request to a session,
-  links the previous main turn's next state (that turn becomes ready for judging at once), and
-  checks token continuity against the previous turn;
+* :meth:`Recorder.attribute`, once the messages are validated: finds the request's session and
+  the recorded turn whose reply it continues (the server then re-uses that turn's ids, see
+  :mod:`openclaw_rl.server.continuation`); nothing is written;
+* :meth:`Recorder.link`, once the prompt ids are final: links the previous main turn's next
+  state (that turn becomes ready for judging at once) and checks token continuity against it;
 * :meth:`Recorder.record`, when generation finishes and *before* the response ends: commits the
   turn. A request that fails validation never reaches either step, so bad input never touches
   the buffer.

@@ -41,6 +41,17 @@ def _marker(tokenizer, text: str) -> str:
     return f"<[{ids[0]}]>" if len(ids) == 1 else json.dumps(text)
 
 
+def _first_lines(error: str) -> str:
+    """llguidance's message without the grammar listing that follows it."""
+    lines = []
+    for line in error.splitlines():
+        if line.lstrip().startswith("1 |"):
+            break
+        if line.strip():
+            lines.append(line.strip())
+    return " ".join(lines)
+
+
 def _lark_str(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
@@ -86,6 +97,6 @@ def tool_choice_grammar(req: ChatCompletionRequest, tokenizer, engine=None) -> s
     if error:
         names = ", ".join(f["name"] for f in functions)
         raise APIError(400, f"tool_choice cannot be enforced: the parameters schema of {names} is not "
-                            f"valid for constrained decoding ({error.splitlines()[0]})",
+                            f"valid for constrained decoding ({_first_lines(error)})",
                        param="tool_choice")
     return grammar
