@@ -223,3 +223,29 @@ def test_tool_call_turns_extend_exactly(tiny_server):
     store = TrajectoryStore(tiny_server.buffer_dir)
     _assert_all_extend(store, "tools-exact", 3)
     store.close()
+
+
+def test_smollm2_server_text_and_forced_call_turns_extend_exactly(tmp_path):
+    """The other built-in template through its own server: a sampled reply, a call forced with
+    tool_choice (markers are plain text in SmolLM2's vocabulary), its result, the next reply."""
+    from tests.support.server import running_server
+
+    with running_server("builtin:smollm2-135m", tmp_path / "rl_buffer") as server:
+        client = _client(server)
+        msgs = [{"role": "user", "content": "Tell me about tide pools."}]
+        r = client.chat.completions.create(model="m", messages=msgs, max_tokens=12, temperature=0.7, seed=1,
+                                           extra_headers={"X-Session-Id": "smol"})
+        msgs += [{"role": "assistant", "content": r.choices[0].message.content},
+                 {"role": "user", "content": "Now read a file."}]
+        r = client.chat.completions.create(model="m", messages=msgs, tools=TOOLS, max_tokens=40, seed=2,
+                                           tool_choice={"type": "function", "function": {"name": "read"}},
+                                           extra_headers={"X-Session-Id": "smol"})
+        (call,) = r.choices[0].message.tool_calls
+        msgs += [{"role": "assistant", "content": r.choices[0].message.content, "tool_calls": [call.model_dump()]},
+                 {"role": "tool", "tool_call_id": call.id, "content": "tide pools are rocky"}]
+        client.chat.completions.create(model="m", messages=msgs, tools=TOOLS, max_tokens=6, seed=3,
+                                       extra_headers={"X-Session-Id": "smol"})
+        store = TrajectoryStore(server.buffer_dir)
+        turns = _assert_all_extend(store, "smol", 3)
+        assert turns[1].tool_calls[0]["function"]["name"] == "read"
+        store.close()

@@ -103,7 +103,14 @@ def _bad_folders(tmp_path):
     cfg = Qwen3Config.from_pretrained(src)
     cfg.vocab_size, cfg.pad_token_id, cfg.eos_token_id = 1000, None, None
     Qwen3ForCausalLM(cfg).save_pretrained(small_vocab)
+    from peft import LoraConfig, get_peft_model
+
+    other_adapter = tmp_path / "other-adapter"  # a LoRA adapter trained on another model
+    cfg_small = Qwen3Config.from_pretrained(src)
+    cfg_small.hidden_size, cfg_small.head_dim = 32, 8
+    get_peft_model(Qwen3ForCausalLM(cfg_small), LoraConfig(r=2, target_modules=["q_proj"])).save_pretrained(other_adapter)
     return [(truncated, ["could not load the weights", "model.safetensors"]),
+            (other_adapter, ["could not load the LoRA adapter"]),
             (no_weights, ["has no weight files"]),
             (tmp_path / "does-not-exist", ["is not a folder"]),
             (llama, ["architecture", "llama"]),
