@@ -161,6 +161,9 @@ def test_tool_choice_is_enforced(tiny_server):
                 assert args == {}
             else:
                 assert call.function.name == "read" and args["path"] in FILES
+        r = client.chat.completions.create(model="m", messages=msgs, tools=TOOLS, tool_choice="required",
+                                           parallel_tool_calls=False, max_tokens=80, seed=seed)
+        assert r.choices[0].finish_reason == "tool_calls" and len(r.choices[0].message.tool_calls) == 1
     chunks = list(client.chat.completions.create(model="m", messages=msgs, tools=TOOLS, tool_choice=FORCED,
                                                  max_tokens=60, seed=5, stream=True))
     deltas = [d for c in chunks if c.choices for d in (c.choices[0].delta.tool_calls or [])]

@@ -233,9 +233,11 @@ def test_smollm2_server_text_and_forced_call_turns_extend_exactly(tmp_path):
     with running_server("builtin:smollm2-135m", tmp_path / "rl_buffer") as server:
         client = _client(server)
         msgs = [{"role": "user", "content": "Tell me about tide pools."}]
-        r = client.chat.completions.create(model="m", messages=msgs, max_tokens=12, temperature=0.7, seed=1,
-                                           extra_headers={"X-Session-Id": "smol"})
-        msgs += [{"role": "assistant", "content": r.choices[0].message.content},
+        r = client.chat.completions.create(model="m", messages=msgs, tools=TOOLS, max_tokens=12,
+                                           temperature=0.7, seed=1, extra_headers={"X-Session-Id": "smol"})
+        m = r.choices[0].message  # the same tool list on every turn: another list is another prompt
+        msgs += [{"role": "assistant", "content": m.content,
+                  "tool_calls": [c.model_dump() for c in m.tool_calls or []]},
                  {"role": "user", "content": "Now read a file."}]
         r = client.chat.completions.create(model="m", messages=msgs, tools=TOOLS, max_tokens=40, seed=2,
                                            tool_choice={"type": "function", "function": {"name": "read"}},

@@ -7,8 +7,8 @@ built-in chat templates (Hermes / Qwen)::
 
     <tool_call>\\n{"name": "<function>", "arguments": <JSON per the function's parameters>}\\n</tool_call>
 
-``"required"`` allows one or more calls separated by a newline (the model chooses when to stop),
-a named function exactly one call. Nothing else may precede the call (no content, no
+``"required"`` allows one or more calls separated by a newline (the model chooses when to stop;
+exactly one with ``parallel_tool_calls: false``), a named function exactly one call. Nothing else may precede the call (no content, no
 ``<think>``). The arguments follow the function's ``parameters`` JSON schema, written without
 free whitespace (``json.dumps`` layout); schema keywords llguidance does not implement are
 ignored, and a schema it cannot compile is a 400 naming the function, as is an engine without
@@ -92,7 +92,8 @@ def tool_choice_grammar(req: ChatCompletionRequest, tokenizer, engine=None) -> s
     if engine is not None and not getattr(engine, "supports_grammar", False):
         raise APIError(400, f"tool_choice {json.dumps(choice)} cannot be enforced by this engine "
                             "(no constrained decoding); use 'auto'", param="tool_choice")
-    grammar = tool_call_grammar(tokenizer, functions, multiple=choice == "required")
+    grammar = tool_call_grammar(tokenizer, functions,
+                                multiple=choice == "required" and req.parallel_tool_calls is not False)
     error = grammar_error(grammar)
     if error:
         names = ", ".join(f["name"] for f in functions)
