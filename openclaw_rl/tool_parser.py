@@ -151,18 +151,28 @@ class OutputParser:
                 self._buf = self._buf[i + len(TOOL_CLOSE):]
                 self._state = "content"
 
-    def finish(self) -> list[Delta]:
-        """Flush at the end of generation; an unterminated block is resolved here."""
+    def finish(self, ended_by_model: bool = True) -> list[Delta]:
+        """Flush at the end of generation; an unterminated block is resolved here.
+
+        Args:
+            ended_by_model: the model ended its reply itself (it sampled an end-of-turn token).
+                Only then does a ``<tool_call>`` block without ``</tool_call>`` whose body is a
+                complete call count as a call; a reply cut off by ``max_tokens`` or a stop
+                sequence never returns an unfinished call as a call (its text stays content).
+        """
         out: list[Delta] = []
         if self._state in ("start", "content"):
             self._content(out, self._buf, final=True)
         elif self._state == "reasoning":
             self._emit(out, "reasoning", self._buf.rstrip("\n"))
-        elif self._state == "tool":
+        elif self._state == "tool" and ended_by_model:
             self._close_tool(out, self._buf, raw_close="")
             self._content(out, "", final=True)
+        elif self._state == "tool":
+            self._content(out, TOOL_OPEN + self._buf, final=True)
         self._buf = ""
         return out
+
 
     # ------------------------------------------------------------------ helpers
     def _emit(self, out: list[Delta], kind: str, text: str) -> None:
@@ -197,3 +207,15 @@ class OutputParser:
         self._pending_ws = ""  # whitespace between content and a tool call is layout
         self.tool_calls.append(call)
         out.append(Delta("tool_call", tool_call=call))
+
+
+def parse_reply(text: str, parse_tools: bool, ended_by_model: bool) -> OutputParser:
+    """Parse a whole reply at once (same result as feeding it in any chunking, then finishing).
+
+    Returns:
+        The finished parser: ``content``, ``reasoning`` and ``tool_calls`` (call ids are new).
+    """
+    parser = OutputParser(parse_tools=parse_tools, parse_reasoning=True)
+    parser.feed(text)
+    parser.finish(ended_by_model=ended_by_model)
+    return parser

@@ -81,6 +81,70 @@ def _check_update(tiny_server, tmp_path):
     assert httpx.get(tiny_server.base_url.replace("/v1", "/healthz")).json()["weight_version"] == 1
 
 
+def _bad_folders(tmp_path):
+    """Model folders that must be refused, each with the words the error must contain."""
+    import shutil
+
+    from transformers import LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM
+
+    from openclaw_rl.models import resolve_model_path
+
+    src = resolve_model_path("builtin:tiny-qwen3")
+    truncated = tmp_path / "truncated"
+    shutil.copytree(src, truncated)
+    weights = truncated / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    no_weights = tmp_path / "no-weights"
+    shutil.copytree(src, no_weights)
+    (no_weights / "model.safetensors").unlink()
+    served = Qwen3Config.from_pretrained(src)
+    llama = tmp_path / "llama"
+    LlamaForCausalLM(LlamaConfig(vocab_size=served.vocab_size, hidden_size=64, intermediate_size=128,
+                                 num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)).save_pretrained(llama)
+    small_vocab = tmp_path / "small-vocab"
+    cfg = Qwen3Config.from_pretrained(src)
+    cfg.vocab_size, cfg.pad_token_id, cfg.eos_token_id = 1000, None, None
+    Qwen3ForCausalLM(cfg).save_pretrained(small_vocab)
+    from peft import LoraConfig, get_peft_model
+
+    other_adapter = tmp_path / "other-adapter"  # a LoRA adapter trained on another model
+    cfg_small = Qwen3Config.from_pretrained(src)
+    cfg_small.hidden_size, cfg_small.head_dim = 32, 8
+    get_peft_model(Qwen3ForCausalLM(cfg_small), LoraConfig(r=2, target_modules=["q_proj"])).save_pretrained(other_adapter)
+    return [(truncated, ["could not load the weights", "model.safetensors"]),
+            (other_adapter, ["could not load the LoRA adapter"]),
+            (no_weights, ["has no weight files"]),
+            (tmp_path / "does-not-exist", ["is not a folder"]),
+            (llama, ["architecture", "llama"]),
+            (small_vocab, ["vocab_size", "1000", "151936"])]
+
+
+def test_bad_weight_updates_are_refused_and_serving_continues(tmp_path):
+    """Truncated file, missing weights, missing folder, another architecture, another vocabulary:
+    each is a 400 naming the problem, the served version and outputs stay the same, chat keeps
+    working; then a good update still goes through."""
+    admin = "/admin/update_weights_from_disk"
+    with running_server("builtin:tiny-qwen3", tmp_path / "rl_buffer") as server:
+        root = server.base_url.replace("/v1", "")
+        before = _greedy(server, "same prompt")["choices"][0]["message"]["content"]
+        for folder, words in _bad_folders(tmp_path):
+            r = httpx.post(root + admin, headers=AUTH, json={"model_path": str(folder)}, timeout=120)
+            assert r.status_code == 400, (folder.name, r.status_code, r.text)
+            message = r.json()["error"]["message"]
+            assert all(w in message for w in words), (folder.name, message)
+            assert httpx.get(root + "/healthz").json()["weight_version"] == 0
+            assert _greedy(server, "same prompt")["choices"][0]["message"]["content"] == before
+        model = load_model("builtin:tiny-qwen3")
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(torch.randn_like(p) * 0.5)
+        good = tmp_path / "good"
+        model.save_pretrained(good)
+        r = httpx.post(root + admin, headers=AUTH, json={"model_path": str(good)}, timeout=120)
+        assert r.status_code == 200 and r.json()["weight_version"] == 1
+        assert _greedy(server, "same prompt")["choices"][0]["message"]["content"] != before
+
+
 def test_a_request_straddling_the_swap_keeps_its_weights(tmp_path):
     """A streamed request that is generating while new weights are swapped in finishes normally
     and entirely on the weights it started with (its text equals the old weights' greedy text),

@@ -1,10 +1,12 @@
 """Capture glue between the server and the store (``--enable-rl-intercept``).
 
-Per request, two steps:
+Per request, three steps:
 
-* :meth:`Recorder.begin`, once the prompt is rendered: attributes the request to a session,
-  links the previous main turn's next state (that turn becomes ready for judging at once), and
-  checks token continuity against the previous turn;
+* :meth:`Recorder.attribute`, once the messages are validated: finds the request's session and
+  the recorded turn whose reply it continues (the server then re-uses that turn's ids, see
+  :mod:`openclaw_rl.server.continuation`); nothing is written;
+* :meth:`Recorder.link`, once the prompt ids are final: links the previous main turn's next
+  state (that turn becomes ready for judging at once) and checks token continuity against it;
 * :meth:`Recorder.record`, when generation finishes and *before* the response ends: commits the
   turn. A request that fails validation never reaches either step, so bad input never touches
   the buffer.
@@ -60,19 +62,37 @@ class Recorder:
     def __init__(self, store: TrajectoryStore, rules: TurnRules, idle_timeout: float = 600.0):
         self.store, self.rules, self.idle_timeout = store, rules, idle_timeout
 
-    async def begin(self, messages: list[dict], body: Mapping, headers: Mapping[str, str],
-                    prompt_ids: Sequence[int]) -> tuple[Attribution, Continuity]:
-        """Attribute a validated request; link the previous main turn's next state (for a main
-        turn, and for a side request that closes the session with ``X-Session-Done``: a client's
-        last reaction is the next state of the session's last reply)."""
+    async def attribute(self, messages: list[dict], body: Mapping,
+                        headers: Mapping[str, str]) -> tuple[Attribution, TurnRecord | None]:
+        """Attribute a validated request (changes nothing in the store).
+
+        Returns:
+            ``(attribution, continued)``: ``continued`` is the recorded turn of the same session
+            whose reply the request extends (its reply is ``messages[attr.next_state_from - 1]``),
+            or None.
+        """
         attr = await asyncio.to_thread(attribute, messages, body, headers, self.rules,
                                        self.store.lookup_continuation)
-        cont = Continuity()
+        continued = None
+        if attr.continued_turn_id is not None:
+            continued = await asyncio.to_thread(self.store.get_turn, attr.continued_turn_id)
+        return attr, continued
+
+    async def link(self, attr: Attribution, messages: list[dict], prompt_ids: Sequence[int]) -> Continuity:
+        """Link the previous main turn's next state and check token continuity against it (for a
+        main turn, and for a side request that closes the session with ``X-Session-Done``: a
+        client's last reaction is the next state of the session's last reply)."""
         if attr.turn_type == "main":
-            cont = await asyncio.to_thread(self._link_previous, attr, messages, prompt_ids)
-        elif attr.done:  # a closing side request still carries the reaction to the session's last reply
+            return await asyncio.to_thread(self._link_previous, attr, messages, prompt_ids)
+        if attr.done:  # a closing side request still carries the reaction to the session's last reply
             await asyncio.to_thread(self._link_previous, attr, messages, prompt_ids)
-        return attr, cont
+        return Continuity()
+
+    async def begin(self, messages: list[dict], body: Mapping, headers: Mapping[str, str],
+                    prompt_ids: Sequence[int]) -> tuple[Attribution, Continuity]:
+        """:meth:`attribute` then :meth:`link` (for callers that do not splice prompts)."""
+        attr, _ = await self.attribute(messages, body, headers)
+        return attr, await self.link(attr, messages, prompt_ids)
 
     def _link_previous(self, attr: Attribution, messages, prompt_ids) -> Continuity:
         prev = self.store.last_main_turn(attr.session_id)

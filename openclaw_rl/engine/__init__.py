@@ -2,6 +2,7 @@
 
 from openclaw_rl.engine.base import (Engine, EngineError, GenerationOutput, PromptTooLongError,
                                      SamplingParams, TokenEvent)
+from openclaw_rl.engine.weight_check import InvalidWeightsError
 
 
 def create_engine(backend: str, model_path: str, **kwargs) -> Engine:
@@ -24,5 +25,5 @@ def create_engine(backend: str, model_path: str, **kwargs) -> Engine:
     raise ValueError(f"unknown backend {backend!r}; choose transformers, vllm or sglang")
 
 
-__all__ = ["Engine", "EngineError", "GenerationOutput", "PromptTooLongError", "SamplingParams",
+__all__ = ["Engine", "EngineError", "GenerationOutput", "InvalidWeightsError", "PromptTooLongError", "SamplingParams",
            "TokenEvent", "create_engine"]

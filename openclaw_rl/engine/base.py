@@ -37,6 +37,9 @@ class SamplingParams:
         seed: per-request RNG seed; the same seed, prompt and weights give the same tokens.
         stop_token_ids: extra token ids that end generation (the tokenizer's EOS ids always do).
         top_logprobs: how many alternatives (0..20) to report per position.
+        grammar: an llguidance Lark grammar the completion must follow (constrained decoding,
+            see :mod:`openclaw_rl.engine.grammar`), or None. Only engines whose
+            :attr:`Engine.supports_grammar` is True accept it.
     """
 
     max_new_tokens: int = 256
@@ -45,6 +48,7 @@ class SamplingParams:
     seed: int | None = None
     stop_token_ids: tuple[int, ...] = ()
     top_logprobs: int = 0
+    grammar: str | None = None
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,8 @@ class TokenEvent:
         logprob: its log-probability (natural log) under the distribution it was sampled from,
             i.e. after temperature scaling and top-p renormalisation. For greedy decoding
             (temperature 0) the sampling distribution is degenerate, so the log-softmax of the raw
-            (temperature 1) logits is reported instead.
+            (temperature 1) logits is reported instead. Under a grammar, the distribution is the
+            constrained one (disallowed tokens have probability 0, the rest renormalised).
         top_logprobs: ``(token_id, logprob)`` pairs of the most likely tokens of that same
             distribution, best first; empty unless requested.
     """
@@ -100,6 +105,8 @@ class Engine(abc.ABC):
     max_context: int
     #: ids that end a completion (the tokenizer's EOS, ``<|im_end|>``, ...).
     eos_token_ids: frozenset[int]
+    #: whether :attr:`SamplingParams.grammar` is honoured (constrained decoding).
+    supports_grammar: bool = False
 
     @property
     @abc.abstractmethod
@@ -143,7 +150,9 @@ class Engine(abc.ABC):
             version they started with.
 
         Raises:
-            ValueError: the weights do not match the model, or ``version`` goes backwards.
+            ValueError: ``version`` goes backwards; :class:`InvalidWeightsError` (a ValueError)
+                when the new weights do not load or do not match the served model (checked
+                before the swap, so the old weights keep serving).
         """
 
     async def aclose(self) -> None:

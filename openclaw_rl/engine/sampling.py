@@ -12,19 +12,23 @@ from openclaw_rl.engine.base import SamplingParams, TokenEvent
 
 
 def sample_next_token(logits_V: torch.Tensor, params: SamplingParams,
-                      generator: torch.Generator) -> TokenEvent:
+                      generator: torch.Generator, allowed_V: torch.Tensor | None = None) -> TokenEvent:
     """Sample one token.
 
     Args:
         logits_V: next-token logits, shape [V], any float dtype (computed in float32).
         params: temperature / top_p / top_logprobs.
         generator: the request's RNG (seeded for reproducibility).
+        allowed_V: optional boolean mask [V] of the tokens a grammar allows; the others get
+            probability 0 before temperature, top-p and the reported logprobs.
 
     Returns:
         A :class:`TokenEvent` with the sampled id and its logprob under the sampling
         distribution (temperature-scaled, top-p-renormalised; raw log-softmax when greedy).
     """
     logits_V = logits_V.float()
+    if allowed_V is not None:
+        logits_V = logits_V.masked_fill(~allowed_V, float("-inf"))
     if params.temperature <= 0.0:
         logprobs_V = torch.log_softmax(logits_V, dim=-1)
         token = int(torch.argmax(logprobs_V))
@@ -41,5 +45,5 @@ def sample_next_token(logits_V: torch.Tensor, params: SamplingParams,
     top: tuple[tuple[int, float], ...] = ()
     if params.top_logprobs > 0:
         vals, idx = torch.topk(logprobs_V, k=min(params.top_logprobs, logprobs_V.numel()))
-        top = tuple((int(i), float(v)) for i, v in zip(idx, vals))
+        top = tuple((int(i), float(v)) for i, v in zip(idx, vals) if v > float("-inf"))
     return TokenEvent(token_id=token, logprob=float(logprobs_V[token]), top_logprobs=top)

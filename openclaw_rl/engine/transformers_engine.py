@@ -23,7 +23,10 @@ import torch
 
 from openclaw_rl.engine.base import (Engine, EngineError, GenerationOutput, PromptTooLongError,
                                      SamplingParams, TokenEvent)
+from openclaw_rl.engine.grammar import GrammarConstraint, grammar_tokenizer
 from openclaw_rl.engine.sampling import sample_next_token
+from openclaw_rl.engine.weight_check import (InvalidWeightsError, check_state_dict, load_checked_adapter,
+                                             load_checked_model)
 from openclaw_rl.models import load_model, resolve_model_path
 
 log = logging.getLogger(__name__)
@@ -45,6 +48,7 @@ class _Request:
     cache: object = None
     next_input: list[int] = field(default_factory=list)
     cancelled: bool = False
+    constraint: GrammarConstraint | None = None
 
     def emit(self, item) -> None:
         try:
@@ -54,6 +58,8 @@ class _Request:
 
 
 class TransformersEngine(Engine):
+    supports_grammar = True
+
     """:class:`Engine` on a transformers causal LM, CPU (or one CUDA device).
 
     Args:
@@ -75,7 +81,7 @@ class TransformersEngine(Engine):
         eos = self._model.generation_config.eos_token_id
         eos = [eos] if isinstance(eos, int) else list(eos or [])
         from transformers import AutoTokenizer
-        tok = AutoTokenizer.from_pretrained(resolve_model_path(model_path))
+        self.tokenizer = tok = AutoTokenizer.from_pretrained(resolve_model_path(model_path))
         eos += [i for i in (tok.eos_token_id, tok.convert_tokens_to_ids("<|im_end|>"),
                             tok.convert_tokens_to_ids("<|endoftext|>")) if isinstance(i, int)]
         self.eos_token_ids = frozenset(i for i in eos if i is not None and 0 <= i < cfg.vocab_size)
@@ -105,12 +111,21 @@ class TransformersEngine(Engine):
         with self._lock:
             model, version = self._model, self._version
         result.weight_version = version
+        constraint = None
+        if params.grammar is not None:
+            vocab = int(self._model.config.vocab_size)
+            ll_tok = await asyncio.to_thread(grammar_tokenizer, self.tokenizer, vocab, self.eos_token_ids)
+            try:
+                constraint = GrammarConstraint(ll_tok, params.grammar, vocab)
+            except ValueError as exc:
+                raise EngineError(str(exc)) from exc
         seed = (params.seed % 2 ** 63) if params.seed is not None else random.getrandbits(63)
         req = _Request(prompt_ids=prompt, params=params, model=model, version=version,
                        loop=asyncio.get_running_loop(), queue=asyncio.Queue(), result=result,
                        max_new=max(1, min(params.max_new_tokens, self.max_context - len(prompt))),
                        stop_ids=self.eos_token_ids | frozenset(params.stop_token_ids),
-                       generator=torch.Generator().manual_seed(seed), next_input=prompt)
+                       generator=torch.Generator().manual_seed(seed), next_input=prompt,
+                       constraint=constraint)
         with self._cond:
             self._incoming.append(req)
             self._cond.notify()
@@ -131,6 +146,8 @@ class TransformersEngine(Engine):
                 result.finish_reason = "abort"
 
     def load_weights(self, source: str | Mapping[str, object], version: int | None = None) -> int:
+        if version is not None and int(version) < self._version:
+            raise ValueError(f"weight version {version} is older than the served version {self._version}")
         new_model = self._materialise(source)
         with self._lock:
             new_version = self._version + 1 if version is None else int(version)
@@ -154,21 +171,30 @@ class TransformersEngine(Engine):
             return self._model
 
     def _materialise(self, source: str | Mapping[str, object]) -> torch.nn.Module:
+        """Load and check new weights (see :mod:`openclaw_rl.engine.weight_check`).
+
+        Raises:
+            InvalidWeightsError: anything that does not fit the served model, named.
+        """
+        served = self.current_model()
         if isinstance(source, Mapping):
-            model = copy.deepcopy(self.current_model())
+            model = copy.deepcopy(served)
+            check_state_dict(served.state_dict(), source, "the state_dict")
             try:
                 model.load_state_dict(dict(source), strict=True)
             except RuntimeError as exc:
-                raise ValueError(f"state_dict does not match the served model: {exc}") from exc
+                raise InvalidWeightsError(f"state_dict does not match the served model: {exc}") from exc
             return model.eval()
         path = Path(source)
+        if not path.is_dir():
+            raise InvalidWeightsError(f"{source!r} is not a folder")
         if (path / "adapter_config.json").is_file():
-            from peft import PeftModel
-            base = load_model(self.model_path, dtype=self.dtype).to(self.device)
-            return PeftModel.from_pretrained(base, path).merge_and_unload().eval()
+            return load_checked_adapter(path, lambda: load_model(self.model_path, dtype=self.dtype),
+                                        served).to(self.device)
         if (path / "config.json").is_file():
-            return load_model(path, dtype=self.dtype).to(self.device)
-        raise ValueError(f"{source!r} is neither a model folder nor a LoRA adapter folder")
+            return load_checked_model(path, served, self.dtype).to(self.device)
+        raise InvalidWeightsError(f"{source!r} is neither a model folder (config.json) nor a LoRA "
+                                  "adapter folder (adapter_config.json)")
 
     def _run(self) -> None:
         active: list[_Request] = []
@@ -200,7 +226,10 @@ class TransformersEngine(Engine):
                 out = req.model(input_ids=ids, cache=req.cache, use_cache=True,
                                 logits_to_keep=1)
             req.cache = out.cache
-            event = sample_next_token(out.logits[0, -1], req.params, req.generator)
+            allowed = req.constraint.allowed_V() if req.constraint is not None else None
+            event = sample_next_token(out.logits[0, -1], req.params, req.generator, allowed)
+            if req.constraint is not None and event.token_id not in req.stop_ids:
+                req.constraint.consume(event.token_id)
         except Exception as exc:  # a failing request must not stop the worker
             log.exception("generation failed")
             req.emit(EngineError(f"generation failed: {exc}"))

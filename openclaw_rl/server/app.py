@@ -121,6 +121,9 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
         """Swap in weights from a model or LoRA adapter folder (SGLang's endpoint name).
 
         Body: ``{"model_path": str, "weight_version": int | null}``; serving continues meanwhile.
+        The engine loads and checks the new weights completely before the swap (config and
+        tensor shapes must match the served model): a bad folder is a 400 naming the problem
+        and the old weights keep serving.
         """
         try:
             body = json.loads(await request.body())
@@ -132,7 +135,9 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
         try:
             new_version = await asyncio.to_thread(service.engine.load_weights, path, version)
         except (ValueError, OSError) as exc:
-            raise APIError(400, f"could not load weights: {exc}", param="model_path") from exc
+            # nothing was swapped: serving goes on with the old weights
+            raise APIError(400, f"could not load weights: {exc}", param="model_path",
+                           code="invalid_weights") from exc
         return {"success": True, "weight_version": new_version}
 
     @app.post("/v1/chat/completions", dependencies=[Depends(check_key)])
@@ -187,31 +192,37 @@ async def _aggregate(events, cid: str, created: int, model: str, request: Reques
             "choices": [choice], "usage": final.usage}
 
 
-def _chunk(cid, created, model, delta: dict, finish=None, logprobs=None) -> str:
+def _chunk(cid, created, model, delta: dict, finish=None, logprobs=None, include_usage=False) -> str:
+    """One SSE chunk; with ``stream_options.include_usage`` every chunk before the final usage
+    chunk carries ``"usage": null``, as OpenAI sends it."""
     choice = {"index": 0, "delta": delta, "finish_reason": finish}
     if logprobs:
         choice["logprobs"] = {"content": logprobs}
     body = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
             "choices": [choice]}
+    if include_usage:
+        body["usage"] = None
     return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
 
 
 async def _sse(first: ChatEvent, events, cid, created, model, include_usage: bool):
-    yield _chunk(cid, created, model, {"role": "assistant", "content": ""})
+    def chunk(delta, **kw):
+        return _chunk(cid, created, model, delta, include_usage=include_usage, **kw)
+
+    yield chunk({"role": "assistant", "content": ""})
     pending = [first]
     try:
         while True:
             ev = pending.pop() if pending else await events.__anext__()
             if ev.kind == "content":
-                yield _chunk(cid, created, model, {"content": ev.text}, logprobs=ev.logprobs)
+                yield chunk({"content": ev.text}, logprobs=ev.logprobs)
             elif ev.kind == "reasoning":
-                yield _chunk(cid, created, model, {"reasoning_content": ev.text}, logprobs=ev.logprobs)
+                yield chunk({"reasoning_content": ev.text}, logprobs=ev.logprobs)
             elif ev.kind == "tool_call":
-                yield _chunk(cid, created, model, {"tool_calls": [_tool_call_dicts(ev.tool_call, True)]},
-                             logprobs=ev.logprobs)
-                yield _chunk(cid, created, model, {"tool_calls": [_tool_call_dicts(ev.tool_call, False)]})
+                yield chunk({"tool_calls": [_tool_call_dicts(ev.tool_call, True)]}, logprobs=ev.logprobs)
+                yield chunk({"tool_calls": [_tool_call_dicts(ev.tool_call, False)]})
             elif ev.kind == "finish":
-                yield _chunk(cid, created, model, {}, finish=ev.finish_reason, logprobs=ev.logprobs)
+                yield chunk({}, finish=ev.finish_reason, logprobs=ev.logprobs)
                 if include_usage:
                     usage = {"id": cid, "object": "chat.completion.chunk", "created": created,
                              "model": model, "choices": [], "usage": ev.usage}

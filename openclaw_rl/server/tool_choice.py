@@ -1,0 +1,103 @@
+"""``tool_choice`` enforced by constrained decoding.
+
+``"required"`` and ``{"type": "function", "function": {"name": ...}}`` are not hints: the reply
+must be a call (to the named function, or to any of ``tools`` for ``"required"``). The server
+turns them into a grammar (:mod:`openclaw_rl.engine.grammar`) in the tool-call format of the
+built-in chat templates (Hermes / Qwen)::
+
+    <tool_call>\\n{"name": "<function>", "arguments": <JSON per the function's parameters>}\\n</tool_call>
+
+``"required"`` allows one or more calls separated by a newline (the model chooses when to stop;
+exactly one with ``parallel_tool_calls: false``), a named function exactly one call. Nothing else may precede the call (no content, no
+``<think>``). The arguments follow the function's ``parameters`` JSON schema, written without
+free whitespace (``json.dumps`` layout); schema keywords llguidance does not implement are
+ignored, and a schema it cannot compile is a 400 naming the function, as is an engine without
+constrained decoding. ``"auto"``, ``"none"`` and no ``tool_choice`` leave decoding free
+(``"none"`` also hides the tools from the model).
+
+When ``<tool_call>`` / ``</tool_call>`` are single tokens of the vocabulary (Qwen), the grammar
+names those tokens, so the reply uses the same ids a model writes unconstrained; otherwise the
+markers are plain text (SmolLM2).
+"""
+
+from __future__ import annotations
+
+import json
+
+from openclaw_rl.engine.grammar import grammar_error
+from openclaw_rl.server.errors import APIError
+from openclaw_rl.server.protocol import ChatCompletionRequest
+from openclaw_rl.tool_parser import TOOL_CLOSE, TOOL_OPEN
+
+
+#: arguments are written as ``json.dumps`` writes them (no free whitespace a model could pad
+#: with); schema keywords llguidance does not implement are ignored rather than refused
+_JSON_LAYOUT = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": ",
+                "lenient": True}
+
+
+def _marker(tokenizer, text: str) -> str:
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    return f"<[{ids[0]}]>" if len(ids) == 1 else json.dumps(text)
+
+
+def _first_lines(error: str) -> str:
+    """llguidance's message without the grammar listing that follows it."""
+    lines = []
+    for line in error.splitlines():
+        if line.lstrip().startswith("1 |"):
+            break
+        if line.strip():
+            lines.append(line.strip())
+    return " ".join(lines)
+
+
+def _lark_str(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def tool_call_grammar(tokenizer, functions: list[dict], multiple: bool) -> str:
+    """Lark grammar of a reply that is one (or, with ``multiple``, several) call(s).
+
+    Args:
+        tokenizer: the served tokenizer (decides whether the markers are single tokens).
+        functions: OpenAI function definitions (``name``, optional ``parameters``).
+        multiple: allow more calls after the first, each on its own line.
+    """
+    open_, close = _marker(tokenizer, TOOL_OPEN), _marker(tokenizer, TOOL_CLOSE)
+    rules, alts = [], []
+    for i, fn in enumerate(functions):
+        schema = {**(fn.get("parameters") or {"type": "object"}), "x-guidance": _JSON_LAYOUT}
+        head = '\n{"name": ' + json.dumps(fn["name"], ensure_ascii=False) + ', "arguments": '
+        rules.append(f"args_{i}: %json {json.dumps(schema, ensure_ascii=False)}")
+        alts.append(f"{_lark_str(head)} args_{i} {_lark_str('}' + chr(10))}")
+    start = "start: call (\"\\n\" call)*" if multiple else "start: call"
+    return "\n".join([start, f"call: {open_} ({' | '.join(alts)}) {close}", *rules])
+
+
+def tool_choice_grammar(req: ChatCompletionRequest, tokenizer, engine=None) -> str | None:
+    """The grammar that enforces the request's ``tool_choice``, or None when nothing is forced.
+
+    Raises:
+        APIError: 400 when the choice cannot be enforced (an engine without constrained
+            decoding, or a parameters schema that does not compile).
+    """
+    choice = req.tool_choice
+    if not req.tools or choice in (None, "auto", "none"):
+        return None
+    functions = [t.function.model_dump(exclude_none=True) for t in req.tools]
+    if isinstance(choice, dict):
+        name = (choice.get("function") or {}).get("name")
+        functions = [f for f in functions if f["name"] == name][:1]
+    if engine is not None and not getattr(engine, "supports_grammar", False):
+        raise APIError(400, f"tool_choice {json.dumps(choice)} cannot be enforced by this engine "
+                            "(no constrained decoding); use 'auto'", param="tool_choice")
+    grammar = tool_call_grammar(tokenizer, functions,
+                                multiple=choice == "required" and req.parallel_tool_calls is not False)
+    error = grammar_error(grammar)
+    if error:
+        names = ", ".join(f["name"] for f in functions)
+        raise APIError(400, f"tool_choice cannot be enforced: the parameters schema of {names} is not "
+                            f"valid for constrained decoding ({_first_lines(error)})",
+                       param="tool_choice")
+    return grammar
