@@ -112,8 +112,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from openclaw_rl.capture.store import TrajectoryStore
     from openclaw_rl.server.launcher import running_server
-    from slime.arguments import parse_args
-    from slime.train import default_arg_adders, train
+    from slime.run_args import parse_run_args
+    from slime.train import train
 
     p = argparse.ArgumentParser(prog="make run", description="The main job on the embedded model.")
     p.add_argument("--model-path", default=DEFAULT_MODEL)
@@ -137,15 +137,14 @@ def main(argv: list[str] | None = None) -> int:
               f"{len(test_q)} held-out questions...", flush=True)
         before = satisfaction_rate(base, test_q, a.max_tokens)
         print(f"[main job] before: {before:.2f}; training {a.steps} steps with the simulated user...", flush=True)
-        cfg = parse_args([
+        cfg = parse_run_args([
             "--model-path", a.model_path, "--server-url", base, "--api-key", API_KEY,
             "--rl-buffer-dir", str(out / "rl_buffer"), "--save", str(out / "ckpt"), "--save-interval", "2",
             "--log-dir", str(out / "logs"), "--num-rollout", str(a.steps),
             "--rollout-batch-size", str(a.batch_size), *METHOD_ARGS[a.method],
             "--use-lora", "--lora-rank", "8", "--lr", "2e-4", "--eps-clip", "0.2", "--eps-clip-high", "0.28",
             "--use-tis", "--max-staleness", "3", "--prm-mode", "logprob", "--majority-vote-n", "1",
-            "--num-judge-workers", "1", "--rollout-max-response-len", str(a.max_tokens)],
-            extra_arg_adders=default_arg_adders())
+            "--num-judge-workers", "1", "--rollout-max-response-len", str(a.max_tokens)])
         driver = UserDriver(base, train_q, a.max_tokens)
         driver.start()
         try:
