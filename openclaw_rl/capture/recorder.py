@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from openclaw_rl.capture.sessions import Attribution, attribute, extract_next_state, reply_fingerprint
-from openclaw_rl.capture.store import AWAITING_NEXT, TrajectoryStore, TurnRecord
+from openclaw_rl.capture.store import AWAITING_NEXT, TrajectoryStore, TurnRecord, TurnType
 from openclaw_rl.capture.turn_rules import TurnRules
 
 log = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ class Recorder:
         attr = await asyncio.to_thread(attribute, messages, body, headers, self.rules,
                                        self.store.lookup_continuation)
         cont = Continuity()
-        if attr.turn_type == "main":
+        if attr.turn_type == TurnType.MAIN:
             cont = await asyncio.to_thread(self._link_previous, attr, messages, prompt_ids)
         return attr, cont
 

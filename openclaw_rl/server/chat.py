@@ -11,7 +11,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Mapping
+from typing import AsyncIterator, Literal, Mapping
 
 from openclaw_rl.capture.recorder import Recorder
 from openclaw_rl.capture.store import TurnRecord
@@ -24,13 +24,17 @@ from openclaw_rl.tool_parser import OutputParser, ParsedToolCall
 log = logging.getLogger(__name__)
 
 
+#: what a streamed chat event carries (the closed vocabulary of :class:`ChatEvent`)
+ChatEventKind = Literal["content", "reasoning", "tool_call", "finish"]
+
+
 @dataclass
 class ChatEvent:
     """``kind``: ``content`` / ``reasoning`` (``text``), ``tool_call`` (``tool_call``),
     ``finish`` (``finish_reason``, ``usage``). ``logprobs`` holds OpenAI logprob entries of the
     tokens decoded since the previous event (only when requested)."""
 
-    kind: str
+    kind: ChatEventKind
     text: str = ""
     tool_call: ParsedToolCall | None = None
     finish_reason: str | None = None
