@@ -3,8 +3,8 @@
 A :class:`Sample` holds the exact token ids the inference engine consumed (prompt) and sampled
 (response), the sampling log-probs of the response tokens, the weight version that produced them,
 and everything judging adds later (reward, teacher log-probs, advantages). Nothing is
-re-tokenised to rebuild a sample (DESIGN.md invariant 1, "token in, token out"); plugins receive
-and return it (invariant 6).
+re-tokenised to rebuild a sample (docs/architecture.md, invariant 1, "token in, token out");
+plugins receive and return it (invariant 6).
 
 The field names follow slime's ``slime.utils.types.Sample`` (THUDM/slime) so slime-style plugins
 read naturally: ``tokens`` is prompt + response, ``response_length`` counts the trailing response

@@ -5,8 +5,8 @@ The request goes to ``POST {server_url}/v1/chat/completions`` as a fresh session
 (``X-Session-Id: generate:<uuid>``), marked ``X-Turn-Type: side`` so the live judges and the live
 rollout never pick it up, and ``X-Session-Done: true``. The server commits the turn before its
 response ends, so the sample is then built from the stored turn: the exact prompt ids the engine
-consumed, the sampled ids, their sampling log-probs and the weight version (DESIGN invariant 1;
-nothing is re-tokenized). A custom ``--custom-generate-function-path`` may call this function,
+consumed, the sampled ids, their sampling log-probs and the weight version
+(docs/architecture.md, invariant 1; nothing is re-tokenized). A custom ``--custom-generate-function-path`` may call this function,
 e.g. after rewriting ``sample.prompt``.
 
 ``args`` must provide ``server_url`` (base URL, with or without ``/v1``) and ``rl_buffer_dir``
