@@ -1,5 +1,9 @@
 """Loss plugins (``--custom-loss-function-path``) in three calling conventions.
 
+The canonical one is **typed**, the :class:`slime.hooks.LossFunction` protocol
+(:func:`slime.losses.policy_loss`'s own signature); **simple** (the seed's README form) and
+**slime** (THUDM/slime's ``loss_function``) are adapters to it, chosen from the signature.
+
 The training backend calls its loss once per micro-batch with :func:`slime.losses.policy_loss`'s
 typed signature ``loss(inputs: LossInputs, config: PolicyLossConfig) -> LossOutputs``.
 :func:`load_loss_plugin` loads a user function, detects its convention from its signature and

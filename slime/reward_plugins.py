@@ -1,5 +1,9 @@
 """Reward plugins (``--custom-rm-path``) in slime's two forms and the simple README form.
 
+The canonical form is slime's per-sample ``reward(args, sample)``, the
+:class:`slime.hooks.RewardFunction` protocol; the **simple** form (the seed's
+``get_reward_model``) and slime's **batched** form are adapters to it, chosen from the signature.
+
 * **slime, per sample**: ``async def reward(args, sample, **kwargs) -> float | dict`` (a plain
   ``def`` is run in a worker thread). A dict must hold ``"reward"``; the rest is kept as details.
 * **slime, batched**: ``async def reward(args, samples, **kwargs) -> list[float | dict]``, one

@@ -1,6 +1,11 @@
-"""The train loop: rollout -> samples -> advantages -> loss -> optimizer step -> checkpoint ->
-publish weights. ``python slime/train.py ...`` from the repository root (as the launch scripts'
-``ray job submit --working-dir .. -- python slime/train.py`` does).
+"""The train loop: rollout -> samples -> the method's per-step preparation (train actor) -> the
+method's advantages -> loss -> optimizer step -> checkpoint -> publish weights.
+``python slime/train.py ...`` from the repository root (as the launch scripts' ``ray job submit
+--working-dir <repo> -- python slime/train.py`` does).
+
+The method (``--advantage-estimator``: a registered name or ``path/to/method.py:Class``) and the
+rollout service (``--rollout-service``) are found by name or path (:mod:`slime.methods.registry`,
+:mod:`slime.services`); this loop names neither (docs/architecture.md, "The seams").
 
 Two variants, both plain code below:
 
@@ -9,7 +14,7 @@ Two variants, both plain code below:
   step trains, so judging/serving and training overlap; samples are then at most one weight
   version stale, which the staleness metrics and ``--max-staleness`` account for.
 
-Serving never pauses in either: the intercept server answers throughout and swaps weights in
+Serving never pauses in either: the rollout service answers throughout and swaps weights in
 between requests.
 """
 
