@@ -26,11 +26,11 @@ import dataclasses
 import os
 import types
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["ConfigError", "UNSET", "FlagSpec", "add_flag_group", "flag", "flag_specs", "option_name",
-           "resolve_flags"]
+__all__ = ["ConfigError", "UNSET", "FlagSpec", "add_flag_group", "build_flags", "check_bounds", "flag", "flag_specs",
+           "option_name", "resolve_flags"]
 
 
 class ConfigError(ValueError):
@@ -267,9 +267,3 @@ def build_flags(cls: type, values: Mapping[str, Any]) -> Any:
     """``cls(**values)`` keeping only ``cls``'s fields (an instance of a flag dataclass)."""
     names = {f.name for f in dataclasses.fields(cls)}
     return cls(**{k: v for k, v in values.items() if k in names})
-
-
-def describe(cls: type, render: Callable[[FlagSpec], str] | None = None) -> list[str]:
-    """One line per flag of ``cls`` (``--name: help``), for docs and error messages."""
-    render = render or (lambda s: f"{s.option}: {s.help_text()}")
-    return [render(s) for s in flag_specs(cls)]
