@@ -113,11 +113,11 @@ class BareLoop:
         self.opt.zero_grad(set_to_none=True)
         for mb in split_micro_batches(samples, self.mbs):
             b = collate_samples(mb)
-            logits = self.model(input_ids=b.input_ids_B_L, attention_mask=b.attention_mask_B_L).logits
+            logits = self.model(input_ids=b.input_ids_B_T, attention_mask=b.attention_mask_B_T).logits
             logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
-            logp = logp.gather(-1, b.input_ids_B_L[:, 1:, None]).squeeze(-1)
-            mask = b.loss_mask_B_L[:, 1:]
-            loss = -(b.advantages_B_L[:, 1:] * logp * mask).sum() / n_tok
+            logp = logp.gather(-1, b.input_ids_B_T[:, 1:, None]).squeeze(-1)
+            mask = b.loss_mask_B_T[:, 1:]
+            loss = -(b.advantages_B_T[:, 1:] * logp * mask).sum() / n_tok
             loss.backward()
         torch.nn.utils.clip_grad_norm_(self.params, self.clip if self.clip > 0 else float("inf"))
         self.opt.step()

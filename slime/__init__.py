@@ -3,9 +3,10 @@
 Main names:
     Sample, SampleStatus                       -- the one record from capture to loss
     SampleBatch, collate_samples,
-    split_micro_batches                        -- samples -> right-padded [B, L] tensors
+    split_micro_batches                        -- samples -> right-padded [B, T] tensors
     SlimeConfig, ConfigError, parse_args,
-    add_slime_arguments                        -- command line, parsed once, immutable
+    flag                                       -- typed flags, command line parsed once, immutable
+    Method                                     -- a learning method (slime.methods)
     compute_token_logprobs, TokenLogprobs      -- chunked per-token log-probs / entropy
     LossInputs, LossOutputs, PolicyLossConfig,
     policy_loss, reduce_metrics                -- PPO/KL/entropy/TIS loss, global token mean
@@ -15,8 +16,10 @@ Main names:
 """
 
 from slime.advantages import broadcast_reward, compute_advantages, grpo, grpo_advantages
-from slime.arguments import ConfigError, SlimeConfig, add_slime_arguments, parse_args
+from slime.arguments import ConfigError, SlimeConfig, parse_args
 from slime.batch import SampleBatch, collate_samples, split_micro_batches
+from slime.flags import flag
+from slime.methods import Method
 from slime.checkpoint import TrainerState, find_latest_checkpoint, load_checkpoint, save_checkpoint
 from slime.logprobs import TokenLogprobs, compute_token_logprobs, entropy_from_logits, token_logprobs_from_logits
 from slime.losses import (
@@ -34,6 +37,7 @@ from slime.sample import Sample, SampleStatus
 __all__ = [
     "ConfigError",
     "LossInputs",
+    "Method",
     "LossOutputs",
     "PolicyLossConfig",
     "Sample",
@@ -42,13 +46,13 @@ __all__ = [
     "SlimeConfig",
     "TokenLogprobs",
     "TrainerState",
-    "add_slime_arguments",
     "broadcast_reward",
     "collate_samples",
     "compute_advantages",
     "compute_token_logprobs",
     "entropy_from_logits",
     "find_latest_checkpoint",
+    "flag",
     "global_token_count",
     "grpo",
     "grpo_advantages",

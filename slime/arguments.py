@@ -1,213 +1,143 @@
 """Command-line arguments of the trainer, parsed once into an immutable :class:`SlimeConfig`.
 
 Flag names and meanings follow slime (THUDM/slime, ``slime/utils/arguments.py``) so launch
-scripts written for slime read the same here. Method modules (Binary RL, OPD, Combine, Track-2
-environments) add their own argument groups through ``extra_arg_adders``; whatever they add lands
-in ``SlimeConfig.extra`` (a read-only mapping), so there is no mutable global argument bag: the
-config object is built once and passed explicitly.
+scripts written for slime read the same here. Every core flag is a field of :class:`SlimeConfig`
+declared with :func:`slime.flags.flag` (default + help in one place); the argparse groups are
+generated from those declarations. A method (``--advantage-estimator``) and the rollout service
+(``--rollout-service``) bring their own flag dataclasses as *sections* (:class:`FlagSection`);
+their resolved values land in ``SlimeConfig.sections["method"]`` / ``["service"]``, read by the
+method and service as typed instances (``cfg.flags_of("method", OPDFlags)``). There is no mutable
+global argument bag: the config object is built once and passed explicitly.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import re
 import types
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+from slime.flags import ConfigError, FlagSpec, add_flag_group, build_flags, flag, flag_specs, resolve_flags
 
 __all__ = [
-    "ADVANTAGE_ESTIMATORS",
     "KL_LOSS_TYPES",
     "LOSS_TYPES",
     "ConfigError",
+    "FlagSection",
     "SlimeConfig",
-    "add_slime_arguments",
     "build_parser",
+    "core_flag_specs",
     "parse_args",
     "validate_config",
 ]
 
 KL_LOSS_TYPES = ("k1", "k2", "k3", "low_var_kl")
-ADVANTAGE_ESTIMATORS = (
-    "grpo",
-    "broadcast",
-    "opd",
-    "combine",
-)
 LOSS_TYPES = ("policy_loss", "custom_loss")
-
-# "path/to/file.py", "path/to/file.py:function" or "package.module.function"
-_PLUGIN_FILE_RE = re.compile(r"^.+\.py(:[A-Za-z_][A-Za-z0-9_]*)?$")
-_PLUGIN_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
-
-
-class ConfigError(ValueError):
-    """A bad command line or an inconsistent configuration; the message is one line."""
-
-
-class _RaisingParser(argparse.ArgumentParser):
-    """ArgumentParser whose errors raise :class:`ConfigError` instead of exiting the process."""
-
-    def error(self, message: str):  # type: ignore[override]
-        raise ConfigError(message)
-
-
-def _flag(group: argparse._ArgumentGroup, *names: str, help: str) -> None:
-    """Add a ``store_true`` flag (default ``False``) to ``group``."""
-    group.add_argument(*names, action="store_true", default=False, help=help)
-
-
-def add_slime_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Add every core trainer flag to ``parser`` (in groups) and return the same parser.
-
-    Method modules call this on their own parser or pass extra adders to :func:`parse_args`.
-    Defaults that depend on other flags (``--global-batch-size``, ``--eps-clip-high``, LoRA
-    sizes) are ``None`` here and resolved in :func:`parse_args`.
-    """
-    g = parser.add_argument_group("rollout")
-    g.add_argument("--rollout-batch-size", type=int, default=16,
-                   help="prompts (groups) per rollout step")
-    g.add_argument("--n-samples-per-prompt", "--num-rollouts-per-prompt", dest="n_samples_per_prompt",
-                   type=int, default=1, help="responses sampled per prompt (GRPO group size)")
-    g.add_argument("--num-rollout", type=int, default=None,
-                   help="rollout steps to run; None runs until stopped (async serving)")
-    g.add_argument("--rollout-max-response-len", type=int, default=2048)
-    g.add_argument("--rollout-temperature", type=float, default=1.0)
-    g.add_argument("--max-staleness", type=int, default=None,
-                   help="drop samples whose weight_version lags the trainer by more; None: no bound")
-
-    g = parser.add_argument_group("batching")
-    g.add_argument("--global-batch-size", type=int, default=None,
-                   help="samples per optimizer step; default rollout_batch_size * n_samples_per_prompt")
-    g.add_argument("--micro-batch-size", type=int, default=1, help="samples per forward/backward pass")
-
-    g = parser.add_argument_group("optimizer")
-    g.add_argument("--lr", type=float, default=1e-6)
-    g.add_argument("--weight-decay", type=float, default=0.0)
-    g.add_argument("--adam-beta1", type=float, default=0.9)
-    g.add_argument("--adam-beta2", type=float, default=0.98)
-    g.add_argument("--clip-grad", type=float, default=1.0, help="global grad-norm clip; 0 disables")
-    _flag(g, "--offload-optimizer-state", help="keep optimizer state on CPU between steps")
-
-    g = parser.add_argument_group("loss")
-    g.add_argument("--loss-type", choices=LOSS_TYPES, default="policy_loss")
-    g.add_argument("--advantage-estimator", choices=ADVANTAGE_ESTIMATORS, default="grpo",
-                   help="grpo (groups of --n-samples-per-prompt), broadcast (Binary RL: the turn's reward "
-                        "on every token), opd (on-policy distillation), combine (Binary RL + OPD)")
-    _flag(g, "--disable-grpo-std-normalization",
-                   help="GRPO: subtract the group mean only (Dr. GRPO)")
-    _flag(g, "--disable-rewards-normalization",
-                   help="use raw rewards as advantages (no group mean/std)")
-    g.add_argument("--eps-clip", type=float, default=0.2, help="PPO clip ratio (lower side)")
-    g.add_argument("--eps-clip-high", type=float, default=None,
-                   help="PPO clip ratio upper side (DAPO clip-higher); default eps_clip")
-    g.add_argument("--eps-clip-c", type=float, default=None,
-                   help="dual-clip constant c > 1 for negative advantages (Ye et al. 2020)")
-    _flag(g, "--use-kl-loss", help="add a KL(policy || reference) penalty to the loss")
-    g.add_argument("--kl-loss-coef", type=float, default=0.0)
-    g.add_argument("--kl-loss-type", default="k1",
-                   help=f"KL estimator, one of {', '.join(KL_LOSS_TYPES)}")
-    g.add_argument("--entropy-coef", type=float, default=0.0)
-    _flag(g, "--use-tis", help="truncated importance sampling on train/rollout mismatch")
-    g.add_argument("--tis-cap", type=float, default=None, help="TIS weight cap (default 2.0)")
-
-    g = parser.add_argument_group("model")
-    g.add_argument("--model-path", "--hf-checkpoint", dest="model_path", default=None,
-                   help="Hugging Face checkpoint directory of the policy")
-    g.add_argument("--seed", type=int, default=1234)
-    _flag(g, "--use-lora", help="train a LoRA adapter (peft) instead of all weights")
-    g.add_argument("--lora-rank", type=int, default=None, help="LoRA rank (default 16)")
-    g.add_argument("--lora-alpha", type=float, default=None, help="LoRA alpha (default 2 * rank)")
-    g.add_argument("--lora-dropout", type=float, default=None, help="LoRA dropout (default 0.0)")
-    g.add_argument("--lora-target-modules", nargs="+", default=None,
-                   help="module names to adapt (default: q_proj k_proj v_proj o_proj)")
-
-    g = parser.add_argument_group("checkpoint")
-    g.add_argument("--save", "--save-dir", dest="save", default=None, help="checkpoint directory")
-    g.add_argument("--save-interval", type=int, default=None, help="save every N train steps")
-    g.add_argument("--resume-from-checkpoint", default=None,
-                   help="checkpoint dir, or a save dir (its checkpoint-latest is used)")
-
-    g = parser.add_argument_group("plugins")
-    g.add_argument("--custom-loss-function-path", default=None,
-                   help="loss plugin: file.py[:fn] or pkg.mod.fn (compute_loss / loss_function; docs/plugins.md)")
-    g.add_argument("--rollout-function-path", default=None,
-                   help="rollout plugin generate_rollout(args, rollout_id, data_source, evaluation=False)")
-    g.add_argument("--custom-generate-function-path", default=None,
-                   help="generate plugin generate(args, sample, sampling_params), with --prompt-data")
-    g.add_argument("--custom-rm-path", default=None,
-                   help="reward plugin: get_reward_model(config) or reward(args, sample)")
-    g.add_argument("--max-plugin-failure-fraction", type=float, default=0.5,
-                   help="stop the run when more than this fraction of a step's samples failed in a "
-                        "generate or reward plugin (or judge)")
-    g.add_argument("--prompt-data", default=None,
-                   help="JSONL prompt dataset: train with the prompt-dataset rollout, which generates "
-                        "through the intercept server (the --custom-generate-function-path hook)")
-    g.add_argument("--input-key", default="prompt", help="--prompt-data field holding the prompt")
-    g.add_argument("--label-key", default="label", help="--prompt-data field holding the label")
-    return parser
+_PLUGIN = "path/to/file.py[:function] or package.module.function"
 
 
 @dataclass(frozen=True)
 class SlimeConfig:
     """Immutable trainer configuration, built once by :func:`parse_args` and passed explicitly.
 
-    Every field mirrors the slime flag of the same name (dashes become underscores). Derived
-    defaults are already resolved: ``global_batch_size``, ``eps_clip_high``, ``tis_cap`` and
-    (with ``use_lora``) ``lora_rank``/``lora_alpha``/``lora_dropout`` are never ``None``.
-    ``extra`` is a read-only mapping of the flags added by method modules, also readable as
-    attributes (``cfg.prm_model_path``), so the config is the ``args`` slime-style plugins get;
+    Every flag field mirrors the slime flag of the same name (dashes become underscores).
+    Derived defaults are already resolved by :func:`parse_args`: ``global_batch_size``,
+    ``eps_clip_high`` and ``loss_type`` are never ``None``; with ``use_lora`` neither are
+    ``lora_rank`` / ``lora_alpha`` / ``lora_dropout``. ``sections`` holds the values of the
+    method's and the rollout service's flags (read-only mappings keyed ``"method"`` /
+    ``"service"``), also readable as attributes (``cfg.prm_model_path``), so the config is the
+    ``args`` slime-style plugins get. ``explicit`` names the flags given on the command line;
     ``unknown_args`` holds unparsed tokens when ``allow_unknown=True``.
     """
 
-    rollout_batch_size: int = 16
-    n_samples_per_prompt: int = 1
-    num_rollout: int | None = None
-    rollout_max_response_len: int = 2048
-    rollout_temperature: float = 1.0
-    max_staleness: int | None = None
-    global_batch_size: int = 16
-    micro_batch_size: int = 1
-    lr: float = 1e-6
-    weight_decay: float = 0.0
-    adam_beta1: float = 0.9
-    adam_beta2: float = 0.98
-    clip_grad: float = 1.0
-    offload_optimizer_state: bool = False
-    loss_type: str = "policy_loss"
-    advantage_estimator: str = "grpo"
-    disable_grpo_std_normalization: bool = False
-    disable_rewards_normalization: bool = False
-    eps_clip: float = 0.2
-    eps_clip_high: float = 0.2
-    eps_clip_c: float | None = None
-    use_kl_loss: bool = False
-    kl_loss_coef: float = 0.0
-    kl_loss_type: str = "k1"
-    entropy_coef: float = 0.0
-    use_tis: bool = False
-    tis_cap: float = 2.0
-    model_path: str | None = None
-    seed: int = 1234
-    use_lora: bool = False
-    lora_rank: int | None = None
-    lora_alpha: float | None = None
-    lora_dropout: float | None = None
-    lora_target_modules: tuple[str, ...] | None = None
-    save: str | None = None
-    save_interval: int | None = None
-    resume_from_checkpoint: str | None = None
-    custom_loss_function_path: str | None = None
-    rollout_function_path: str | None = None
-    custom_generate_function_path: str | None = None
-    custom_rm_path: str | None = None
-    max_plugin_failure_fraction: float = 0.5
-    prompt_data: str | None = None
-    input_key: str = "prompt"
-    label_key: str = "label"
-    extra: Mapping[str, Any] = field(default_factory=lambda: types.MappingProxyType({}))
+    # rollout
+    rollout_batch_size: int = flag(16, "prompts (live: judged turns) per rollout step", group="rollout", ge=1)
+    n_samples_per_prompt: int = flag(1, "responses sampled per prompt (GRPO group size)", group="rollout",
+                                     names=("--n-samples-per-prompt", "--num-rollouts-per-prompt"), ge=1)
+    num_rollout: int | None = flag(None, "rollout steps (one optimizer update of --rollout-batch-size samples "
+                                   "each) to run; slime/train.py requires it", group="rollout", gt=0)
+    rollout_max_response_len: int = flag(2048, "most tokens sampled per response", group="rollout", ge=1)
+    rollout_temperature: float = flag(1.0, "sampling temperature; log-probs are computed at it", group="rollout",
+                                      gt=0)
+    max_staleness: int | None = flag(None, "drop samples whose weight_version lags the trainer by more "
+                                     "versions (none: no bound)", group="rollout", ge=0)
+    # batching
+    global_batch_size: int | None = flag(None, "samples per optimizer step", group="batching", ge=1,
+                                         default_text="rollout_batch_size * n_samples_per_prompt")
+    micro_batch_size: int = flag(1, "samples per forward/backward pass", group="batching", ge=1)
+    # optimizer
+    lr: float = flag(1e-6, "AdamW learning rate", group="optimizer", gt=0)
+    weight_decay: float = flag(0.0, "AdamW weight decay", group="optimizer", ge=0)
+    adam_beta1: float = flag(0.9, "AdamW beta1, in [0, 1)", group="optimizer", ge=0, lt=1)
+    adam_beta2: float = flag(0.98, "AdamW beta2, in [0, 1)", group="optimizer", ge=0, lt=1)
+    clip_grad: float = flag(1.0, "global grad-norm clip; 0 disables", group="optimizer", ge=0)
+    offload_optimizer_state: bool = flag(False, "keep optimizer state on CPU between steps (accelerators)",
+                                         group="optimizer")
+    # loss
+    loss_type: Literal["policy_loss", "custom_loss"] | None = flag(
+        None, "policy_loss: the PPO loss (or the method's own); custom_loss: --custom-loss-function-path",
+        group="loss", default_text="custom_loss with --custom-loss-function-path, else policy_loss")
+    advantage_estimator: str = flag("grpo", "the method: a registered name (see 'methods' below) or "
+                                    "path/to/method.py:Class (a slime.methods.Method)", group="loss",
+                                    metavar="NAME|FILE.py:Class")
+    disable_grpo_std_normalization: bool = flag(False, "GRPO: subtract the group mean only (Dr. GRPO)",
+                                                group="loss")
+    disable_rewards_normalization: bool = flag(False, "GRPO: use raw rewards as advantages (no group mean/std)",
+                                               group="loss")
+    eps_clip: float = flag(0.2, "PPO clip ratio (lower side), in (0, 1)", group="loss", gt=0, lt=1)
+    eps_clip_high: float | None = flag(None, "PPO clip ratio upper side (DAPO clip-higher)", group="loss", gt=0,
+                                       default_text="--eps-clip")
+    eps_clip_c: float | None = flag(None, "dual-clip constant c > 1 for negative advantages (Ye et al. 2020)",
+                                    group="loss", gt=1)
+    use_kl_loss: bool = flag(False, "add a KL(policy || reference) penalty to the loss", group="loss")
+    kl_loss_coef: float = flag(0.0, "weight of the KL penalty", group="loss", ge=0)
+    kl_loss_type: str = flag("k1", f"KL estimator, one of {', '.join(KL_LOSS_TYPES)}", group="loss")
+    entropy_coef: float = flag(0.0, "weight of the entropy bonus", group="loss", ge=0)
+    use_tis: bool = flag(False, "truncated importance sampling on train/rollout mismatch", group="loss")
+    tis_cap: float = flag(2.0, "TIS weight cap", group="loss", gt=0)
+    # model
+    model_path: str | None = flag(None, "policy checkpoint: a Hugging Face folder or a registered name "
+                                  "(builtin:smollm2-135m)", group="model", names=("--model-path", "--hf-checkpoint"))
+    seed: int = flag(1234, "torch seed (LoRA init and anything random in the trainer)", group="model")
+    use_lora: bool = flag(False, "train a LoRA adapter (peft) instead of all weights", group="model")
+    lora_rank: int | None = flag(None, "LoRA rank", group="model", gt=0, default_text="16 with --use-lora")
+    lora_alpha: float | None = flag(None, "LoRA alpha", group="model", gt=0, default_text="2 * rank")
+    lora_dropout: float | None = flag(None, "LoRA dropout, in [0, 1)", group="model", ge=0, lt=1,
+                                      default_text="0.0 with --use-lora")
+    lora_target_modules: tuple[str, ...] | None = flag(None, "module names to adapt", group="model",
+                                                       default_text="q_proj k_proj v_proj o_proj")
+    # checkpoint
+    save: str | None = flag(None, "checkpoint directory", group="checkpoint", names=("--save", "--save-dir"))
+    save_interval: int | None = flag(None, "save every N train steps (and after the last)", group="checkpoint",
+                                     gt=0)
+    resume_from_checkpoint: str | None = flag(None, "checkpoint dir, or a save dir (its checkpoint-latest)",
+                                              group="checkpoint")
+    # plugins
+    custom_loss_function_path: str | None = flag(None, f"loss plugin: {_PLUGIN} (compute_loss / loss_function; "
+                                                 "docs/plugins.md)", group="plugins")
+    rollout_function_path: str | None = flag(None, "rollout plugin generate_rollout(args, rollout_id, data_source, "
+                                             "evaluation=False)", group="plugins")
+    custom_generate_function_path: str | None = flag(None, "generate plugin generate(args, sample, "
+                                                     "sampling_params), with --prompt-data", group="plugins")
+    custom_rm_path: str | None = flag(None, "reward plugin: get_reward_model(config) or reward(args, sample)",
+                                      group="plugins")
+    max_plugin_failure_fraction: float = flag(0.5, "stop the run when more than this fraction of a step's "
+                                              "samples failed in a generate or reward plugin (or judge)",
+                                              group="plugins", ge=0, le=1)
+    prompt_data: str | None = flag(None, "JSONL prompt dataset: train with the prompt-dataset rollout, which "
+                                   "generates through the rollout service (the generate hook)", group="plugins")
+    input_key: str = flag("prompt", "--prompt-data field holding the prompt", group="plugins")
+    label_key: str = flag("label", "--prompt-data field holding the label", group="plugins")
+    # loop
+    async_train: bool = flag(False, "collect the next rollout while the current step trains", group="loop")
+    rollout_service: str | None = flag(None, "what serves, collects and judges: a registered name or "
+                                       "path/to/file.py:Class", group="loop", default_text="the registered one")
+    log_dir: str = flag("logs", "training.log, metrics JSONL, TensorBoard, plot, error.log", group="loop")
+    # not flags
+    sections: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: types.MappingProxyType({}))
+    explicit: frozenset[str] = frozenset()
     unknown_args: tuple[str, ...] = ()
 
     @property
@@ -220,163 +150,186 @@ class SlimeConfig:
         """Micro-batches per optimizer step: ``global_batch_size // micro_batch_size``."""
         return self.global_batch_size // self.micro_batch_size
 
-    def __getattr__(self, name: str) -> Any:
-        """slime-style ``args.<flag>`` for flags added by method modules (``extra``).
+    @property
+    def extra(self) -> Mapping[str, Any]:
+        """All section values (method and service flags) in one read-only mapping."""
+        merged: dict[str, Any] = {}
+        for values in self.sections.values():
+            merged.update(values)
+        return types.MappingProxyType(merged)
 
-        Raises ``AttributeError`` for names that are neither a field nor in ``extra``.
-        """
-        extra = self.__dict__.get("extra")
-        if extra is not None and not name.startswith("__") and name in extra:
-            return extra[name]
+    def section(self, key: str) -> Mapping[str, Any]:
+        """The values of one section (``"method"``, ``"service"``); empty when absent."""
+        return self.sections.get(key, types.MappingProxyType({}))
+
+    def flags_of(self, key: str, cls: type) -> Any:
+        """Section ``key`` as an instance of the flag dataclass ``cls`` (its declared defaults
+        fill fields the section lacks)."""
+        return build_flags(cls, self.section(key))
+
+    def __getattr__(self, name: str) -> Any:
+        """slime-style ``args.<flag>`` for section flags; ``AttributeError`` for unknown names."""
+        sections = self.__dict__.get("sections")
+        if sections is not None and not name.startswith("__"):
+            for values in sections.values():
+                if name in values:
+                    return values[name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def get(self, name: str, default: Any = None) -> Any:
-        """Return a core field or, failing that, ``extra[name]``, else ``default``."""
+        """A core field or, failing that, a section value, else ``default``."""
         if name in _CORE_FIELDS:
             return getattr(self, name)
         return self.extra.get(name, default)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dict of all fields (``extra`` flattened into a plain dict under ``"extra"``)."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        """JSON-safe dict of the core fields, plus the section values flattened under ``"extra"``."""
+        out = {name: getattr(self, name) for name in _CORE_FIELDS}
         out["extra"] = dict(self.extra)
         out["lora_target_modules"] = list(self.lora_target_modules) if self.lora_target_modules else None
         out["unknown_args"] = list(self.unknown_args)
         return out
 
     def replace(self, **changes: Any) -> "SlimeConfig":
-        """Return a validated copy with ``changes`` applied; raises :class:`ConfigError`."""
+        """A validated copy with core fields changed; raises :class:`ConfigError`."""
         new = dataclasses.replace(self, **changes)
         validate_config(new)
         return new
 
+    def with_section_values(self, key: str, **values: Any) -> "SlimeConfig":
+        """A copy whose section ``key`` has ``values`` added or replaced (e.g. the service's URL)."""
+        sections = {k: dict(v) for k, v in self.sections.items()}
+        sections.setdefault(key, {}).update(values)
+        frozen = types.MappingProxyType({k: types.MappingProxyType(v) for k, v in sections.items()})
+        return dataclasses.replace(self, sections=frozen)
 
-_CORE_FIELDS = frozenset(f.name for f in dataclasses.fields(SlimeConfig)) - {"extra", "unknown_args"}
+
+_CORE_SPECS = flag_specs(SlimeConfig)
+_CORE_FIELDS = tuple(s.name for s in _CORE_SPECS)
 
 
-def build_parser(extra_arg_adders: Iterable[Callable[[argparse.ArgumentParser], Any]] = ()) -> argparse.ArgumentParser:
-    """Return a parser with the core flags plus each adder's flags; errors raise :class:`ConfigError`."""
-    parser = _RaisingParser(prog="slime/train.py", description="slime trainer (OpenClaw-RL)", allow_abbrev=False,
-                            formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    add_slime_arguments(parser)
-    for adder in extra_arg_adders:
-        adder(parser)
+def core_flag_specs() -> list[FlagSpec]:
+    """The :class:`~slime.flags.FlagSpec` of every core flag, in declaration order."""
+    return list(_CORE_SPECS)
+
+
+@dataclass(frozen=True)
+class FlagSection:
+    """A flag dataclass added to the command line.
+
+    ``key``: where its values land (``"method"``, ``"service"``), or None for flags only
+    recognised to give a clear error (another method's flags: ``needs`` says what they need,
+    e.g. ``"--advantage-estimator opd"``). ``title``: the ``--help`` group title.
+    """
+
+    cls: type
+    title: str
+    key: str | None = None
+    needs: str | None = None
+
+
+class _RaisingParser(argparse.ArgumentParser):
+    """ArgumentParser whose errors raise :class:`ConfigError` instead of exiting the process."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise ConfigError(message)
+
+
+def build_parser(sections: Sequence[FlagSection] = (), prog: str = "slime/train.py") -> argparse.ArgumentParser:
+    """The parser: the core groups, then one group per section (flags shared by several sections
+    are added once, by the first); errors raise :class:`ConfigError`."""
+    parser = _RaisingParser(prog=prog, description="slime trainer (OpenClaw-RL): every flag, its default "
+                            "and its environment fallback", allow_abbrev=False)
+    titles: dict[str, list[FlagSpec]] = {}
+    for spec in _CORE_SPECS:
+        titles.setdefault(spec.group or "other", []).append(spec)
+    for title, specs in titles.items():
+        add_flag_group(parser, specs, title)
+    seen = set(_CORE_FIELDS)
+    for sec in sections:
+        specs = [s for s in flag_specs(sec.cls) if s.name not in seen]
+        seen.update(s.name for s in specs)
+        if specs:
+            add_flag_group(parser, specs, sec.title)
     return parser
 
 
-def parse_args(
-    argv: Sequence[str] | None = None,
-    extra_arg_adders: Iterable[Callable[[argparse.ArgumentParser], Any]] = (),
-    *,
-    allow_unknown: bool = False,
-) -> SlimeConfig:
+def parse_args(argv: Sequence[str] | None = None, sections: Iterable[FlagSection] = (), *,
+               allow_unknown: bool = False, environ: Mapping[str, str] | None = None,
+               prog: str = "slime/train.py") -> SlimeConfig:
     """Parse ``argv`` (``sys.argv[1:]`` when ``None``) once into a validated :class:`SlimeConfig`.
 
     Args:
         argv: command-line tokens.
-        extra_arg_adders: callables ``adder(parser)`` that add method-specific argument groups;
-            their values end up in ``config.extra`` keyed by ``dest``.
-        allow_unknown: keep unrecognised tokens in ``config.unknown_args`` instead of failing
-            (``parse_known_args`` style, for launchers that forward flags to other programs).
+        sections: flag dataclasses besides the core (see :class:`FlagSection`); their
+            environment fallbacks are read here, after the command line.
+        allow_unknown: keep unrecognised tokens in ``config.unknown_args`` instead of failing.
+        environ: environment for fallbacks (default ``os.environ``).
+        prog: program name in messages.
 
     Returns:
         The frozen config with derived defaults resolved.
 
     Raises:
-        ConfigError: unknown flag (unless ``allow_unknown``), bad value, or an inconsistent
-            combination; the message is one line naming the flag.
+        ConfigError: unknown flag (unless ``allow_unknown``), bad value, bad environment value,
+            another method's flag, or an inconsistent combination; one line naming the flag.
     """
-    parser = build_parser(extra_arg_adders)
+    sections = list(sections)
+    parser = build_parser(sections, prog)
     ns, unknown = parser.parse_known_args(argv)
     if unknown and not allow_unknown:
         raise ConfigError(f"unrecognized arguments: {' '.join(unknown)}")
-    values = vars(ns)
-    core = {k: v for k, v in values.items() if k in _CORE_FIELDS}
-    extra = {k: v for k, v in values.items() if k not in _CORE_FIELDS}
-    _check_lora_flags_need_use_lora(core)
-    core = _resolve_defaults(core)
-    cfg = SlimeConfig(**core, extra=types.MappingProxyType(extra), unknown_args=tuple(unknown))
+    given = vars(ns)
+    core, explicit = resolve_flags(_CORE_SPECS, given, environ)
+    values: dict[str, dict[str, Any]] = {}
+    for sec in sections:
+        specs = flag_specs(sec.cls)
+        resolved, named = resolve_flags(specs, given, environ, use_env=sec.key is not None)
+        if sec.key is None:
+            stray = [s for s in specs if s.name in named and not _owned(s.name, sections)]
+            if stray:
+                needs = [o.needs for o in sections if o.key is None and o.needs
+                         and any(s.name == stray[0].name for s in flag_specs(o.cls))]
+                raise ConfigError(f"{stray[0].option} needs {' or '.join(dict.fromkeys(needs))}")
+            continue
+        values.setdefault(sec.key, {}).update(resolved)
+        explicit |= named
+    core = _resolve_defaults(core, explicit)
+    frozen = types.MappingProxyType({k: types.MappingProxyType(v) for k, v in values.items()})
+    cfg = SlimeConfig(**core, sections=frozen, explicit=frozenset(explicit), unknown_args=tuple(unknown))
     validate_config(cfg)
     return cfg
 
 
-def _check_lora_flags_need_use_lora(core: dict[str, Any]) -> None:
-    if core["use_lora"]:
-        return
-    for name in ("lora_rank", "lora_alpha", "lora_dropout", "lora_target_modules"):
-        if core[name] is not None:
-            raise ConfigError(f"--{name.replace('_', '-')} needs --use-lora")
+def _owned(name: str, sections: Sequence[FlagSection]) -> bool:
+    """Whether an active section (one with a key) declares the flag ``name``."""
+    return any(sec.key is not None and any(s.name == name for s in flag_specs(sec.cls)) for sec in sections)
 
 
-def _resolve_defaults(core: dict[str, Any]) -> dict[str, Any]:
+def _resolve_defaults(core: dict[str, Any], explicit: set[str]) -> dict[str, Any]:
     core = dict(core)
+    if not core["use_lora"]:
+        for name in ("lora_rank", "lora_alpha", "lora_dropout", "lora_target_modules"):
+            if core[name] is not None:
+                raise ConfigError(f"--{name.replace('_', '-')} needs --use-lora")
     if core["global_batch_size"] is None:
         core["global_batch_size"] = core["rollout_batch_size"] * core["n_samples_per_prompt"]
     if core["eps_clip_high"] is None:
         core["eps_clip_high"] = core["eps_clip"]
-    if core["tis_cap"] is None:
-        core["tis_cap"] = 2.0
     if core["use_lora"]:
         core["lora_rank"] = 16 if core["lora_rank"] is None else core["lora_rank"]
         core["lora_alpha"] = float(2 * core["lora_rank"]) if core["lora_alpha"] is None else core["lora_alpha"]
         core["lora_dropout"] = 0.0 if core["lora_dropout"] is None else core["lora_dropout"]
-    if core["lora_target_modules"] is not None:
-        core["lora_target_modules"] = tuple(core["lora_target_modules"])
+    if core["loss_type"] is None:
+        core["loss_type"] = "custom_loss" if core["custom_loss_function_path"] else "policy_loss"
+    elif core["loss_type"] == "policy_loss" and core["custom_loss_function_path"]:
+        raise ConfigError("--loss-type policy_loss contradicts --custom-loss-function-path (which needs "
+                          "--loss-type custom_loss); drop one of them")
     return core
 
 
 def validate_config(cfg: SlimeConfig) -> None:
     """Check cross-flag consistency of ``cfg``; return ``None`` or raise :class:`ConfigError`."""
+    from slime.config_checks import check_core
+    check_core(cfg)
 
-    def need(ok: bool, message: str) -> None:
-        if not ok:
-            raise ConfigError(message)
-
-    for name in ("rollout_batch_size", "n_samples_per_prompt", "global_batch_size", "micro_batch_size",
-                 "rollout_max_response_len"):
-        need(getattr(cfg, name) > 0, f"--{name.replace('_', '-')} must be > 0, got {getattr(cfg, name)}")
-    need(cfg.global_batch_size % cfg.micro_batch_size == 0,
-         f"--global-batch-size {cfg.global_batch_size} is not divisible by --micro-batch-size {cfg.micro_batch_size}")
-    rollout_samples = cfg.rollout_batch_size * cfg.n_samples_per_prompt
-    need(rollout_samples % cfg.global_batch_size == 0,
-         f"rollout samples ({cfg.rollout_batch_size} x {cfg.n_samples_per_prompt}) are not divisible by "
-         f"--global-batch-size {cfg.global_batch_size}")
-    need(cfg.num_rollout is None or cfg.num_rollout > 0, f"--num-rollout must be > 0, got {cfg.num_rollout}")
-    need(cfg.rollout_temperature > 0, f"--rollout-temperature must be > 0, got {cfg.rollout_temperature}")
-    need(cfg.max_staleness is None or cfg.max_staleness >= 0, f"--max-staleness must be >= 0, got {cfg.max_staleness}")
-    need(cfg.lr > 0, f"--lr must be > 0, got {cfg.lr}")
-    need(cfg.weight_decay >= 0, f"--weight-decay must be >= 0, got {cfg.weight_decay}")
-    need(0 <= cfg.adam_beta1 < 1, f"--adam-beta1 must lie in [0, 1), got {cfg.adam_beta1}")
-    need(0 <= cfg.adam_beta2 < 1, f"--adam-beta2 must lie in [0, 1), got {cfg.adam_beta2}")
-    need(cfg.clip_grad >= 0, f"--clip-grad must be >= 0, got {cfg.clip_grad}")
-    need(cfg.eps_clip > 0, f"--eps-clip must be > 0, got {cfg.eps_clip}")
-    need(cfg.eps_clip < 1, f"--eps-clip must be < 1 (the ratio is clipped to [1 - eps, ...]), got {cfg.eps_clip}")
-    need(cfg.eps_clip_high > 0, f"--eps-clip-high must be > 0, got {cfg.eps_clip_high}")
-    need(cfg.eps_clip_c is None or cfg.eps_clip_c > 1, f"--eps-clip-c must be > 1, got {cfg.eps_clip_c}")
-    need(cfg.kl_loss_type in KL_LOSS_TYPES,
-         f"--kl-loss-type {cfg.kl_loss_type!r} is unknown; choose one of {', '.join(KL_LOSS_TYPES)}")
-    need(cfg.kl_loss_coef >= 0, f"--kl-loss-coef must be >= 0, got {cfg.kl_loss_coef}")
-    need(cfg.entropy_coef >= 0, f"--entropy-coef must be >= 0, got {cfg.entropy_coef}")
-    need(cfg.tis_cap > 0, f"--tis-cap must be > 0, got {cfg.tis_cap}")
-    need(cfg.advantage_estimator in ADVANTAGE_ESTIMATORS,
-         f"--advantage-estimator {cfg.advantage_estimator!r} is unknown; choose one of {', '.join(ADVANTAGE_ESTIMATORS)}")
-    need(cfg.loss_type in LOSS_TYPES, f"--loss-type {cfg.loss_type!r} is unknown; choose one of {', '.join(LOSS_TYPES)}")
-    need(cfg.loss_type != "custom_loss" or cfg.custom_loss_function_path is not None,
-         "--loss-type custom_loss needs --custom-loss-function-path")
-    if cfg.use_lora:
-        need(cfg.lora_rank is not None and cfg.lora_rank > 0, f"--lora-rank must be > 0, got {cfg.lora_rank}")
-        need(cfg.lora_alpha is not None and cfg.lora_alpha > 0, f"--lora-alpha must be > 0, got {cfg.lora_alpha}")
-        need(cfg.lora_dropout is not None and 0 <= cfg.lora_dropout < 1,
-             f"--lora-dropout must lie in [0, 1), got {cfg.lora_dropout}")
-    else:
-        for name in ("lora_rank", "lora_alpha", "lora_dropout", "lora_target_modules"):
-            need(getattr(cfg, name) is None, f"--{name.replace('_', '-')} needs --use-lora")
-    need(cfg.save_interval is None or cfg.save_interval > 0, f"--save-interval must be > 0, got {cfg.save_interval}")
-    need(cfg.save_interval is None or cfg.save is not None, "--save-interval needs --save")
-    need(0.0 <= cfg.max_plugin_failure_fraction <= 1.0,
-         f"--max-plugin-failure-fraction must lie in [0, 1], got {cfg.max_plugin_failure_fraction}")
-    for name in ("custom_loss_function_path", "rollout_function_path", "custom_generate_function_path",
-                 "custom_rm_path"):
-        path = getattr(cfg, name)
-        need(path is None or bool(_PLUGIN_FILE_RE.match(path) or _PLUGIN_MODULE_RE.match(path)),
-             f"--{name.replace('_', '-')} {path!r} must be 'path/to/file.py[:function]' or 'package.module.function'")

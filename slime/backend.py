@@ -85,9 +85,9 @@ class _MicroBatch:
 
     samples: list[Sample]
     batch: SampleBatch
-    old_logprobs_B_L: torch.Tensor | None = None
-    ref_logprobs_B_L: torch.Tensor | None = None
-    entropy_B_L: torch.Tensor | None = None
+    old_logprobs_B_T: torch.Tensor | None = None
+    ref_logprobs_B_T: torch.Tensor | None = None
+    entropy_B_T: torch.Tensor | None = None
 
 
 class TrainingBackend(BackendIOMixin):
@@ -169,7 +169,7 @@ class TrainingBackend(BackendIOMixin):
         if model is None:
             if not cfg.model_path:
                 raise ValueError("TrainingBackend needs cfg.model_path (--model-path) or model=")
-            from openclaw_rl.models import load_model
+            from slime.models import load_model
 
             model = load_model(cfg.model_path, dtype=dtype)
             if tokenizer is None:
@@ -209,7 +209,7 @@ class TrainingBackend(BackendIOMixin):
     # ------------------------------------------------------------------ helpers
     @staticmethod
     def _try_load_tokenizer(model_path: str) -> Any:
-        from openclaw_rl.models import load_tokenizer
+        from slime.models import load_tokenizer
 
         try:
             return load_tokenizer(model_path)
@@ -232,17 +232,17 @@ class TrainingBackend(BackendIOMixin):
     def _logprobs(self, model: torch.nn.Module, mb: _MicroBatch, *, entropy: bool, topk: bool = False):
         b = mb.batch
         return compute_token_logprobs(
-            model, b.input_ids_B_L, b.attention_mask_B_L, b.response_mask_B_L,
+            model, b.input_ids_B_T, b.attention_mask_B_T, b.response_mask_B_T,
             chunk_size=self.logprob_chunk_size, temperature=self.temperature, return_entropy=entropy,
-            extra_ids_B_L_K=b.teacher_topk_ids_B_L_K if topk else None,
+            extra_ids_B_T_K=b.teacher_topk_ids_B_T_K if topk else None,
         )
 
     def _ref_logprobs(self, mb: _MicroBatch) -> torch.Tensor:
         if self.is_lora:
             with self.model.disable_adapter():
-                return self._logprobs(self.model, mb, entropy=False).logprobs_B_L
+                return self._logprobs(self.model, mb, entropy=False).logprobs_B_T
         assert self.ref_model is not None
-        return self._logprobs(self.ref_model, mb, entropy=False).logprobs_B_L
+        return self._logprobs(self.ref_model, mb, entropy=False).logprobs_B_T
 
     def _call_loss(self, inputs: LossInputs) -> LossOutputs:
         return checked_loss(self.loss_fn, self.loss_fn_name, inputs, self.loss_config)
@@ -310,9 +310,9 @@ class TrainingBackend(BackendIOMixin):
                 for mb in micro:
                     if self.recompute_old_logprobs:
                         out = self._logprobs(self.model, mb, entropy=self.entropy_metric and not want_grad_entropy)
-                        mb.old_logprobs_B_L, mb.entropy_B_L = out.logprobs_B_L, out.entropy_B_L
+                        mb.old_logprobs_B_T, mb.entropy_B_T = out.logprobs_B_T, out.entropy_B_T
                     if use_kl:
-                        mb.ref_logprobs_B_L = self._ref_logprobs(mb)
+                        mb.ref_logprobs_B_T = self._ref_logprobs(mb)
 
         # ---- pass 2 (grad, train mode): new log-probs, loss, backward per micro-batch
         self.optimizer.zero_grad(set_to_none=True)
@@ -325,30 +325,30 @@ class TrainingBackend(BackendIOMixin):
                 b = mb.batch
                 grad_entropy = want_grad_entropy or (not self.recompute_old_logprobs and self.entropy_metric)
                 new = self._logprobs(self.model, mb, entropy=grad_entropy, topk=True)
-                if mb.old_logprobs_B_L is None:
-                    mb.old_logprobs_B_L = new.logprobs_B_L.detach()
-                entropy_B_L = new.entropy_B_L if want_grad_entropy else mb.entropy_B_L
-                if entropy_B_L is None and new.entropy_B_L is not None:
-                    entropy_B_L = new.entropy_B_L.detach()
+                if mb.old_logprobs_B_T is None:
+                    mb.old_logprobs_B_T = new.logprobs_B_T.detach()
+                entropy_B_T = new.entropy_B_T if want_grad_entropy else mb.entropy_B_T
+                if entropy_B_T is None and new.entropy_B_T is not None:
+                    entropy_B_T = new.entropy_B_T.detach()
                 inputs = LossInputs(
-                    logprobs_B_T=new.logprobs_B_L, old_logprobs_B_T=mb.old_logprobs_B_L,
-                    advantages_B_T=b.advantages_B_L, loss_mask_B_T=b.loss_mask_B_L,
-                    global_num_tokens=global_num_tokens, rollout_logprobs_B_T=b.rollout_logprobs_B_L,
-                    ref_logprobs_B_T=mb.ref_logprobs_B_L, entropy_B_T=entropy_B_L,
-                    response_mask_B_T=b.response_mask_B_L, input_ids_B_T=b.input_ids_B_L,
+                    logprobs_B_T=new.logprobs_B_T, old_logprobs_B_T=mb.old_logprobs_B_T,
+                    advantages_B_T=b.advantages_B_T, loss_mask_B_T=b.loss_mask_B_T,
+                    global_num_tokens=global_num_tokens, rollout_logprobs_B_T=b.rollout_logprobs_B_T,
+                    ref_logprobs_B_T=mb.ref_logprobs_B_T, entropy_B_T=entropy_B_T,
+                    response_mask_B_T=b.response_mask_B_T, input_ids_B_T=b.input_ids_B_T,
                     rewards_B=torch.tensor([float(s.reward or 0.0) for s in mb.samples],
-                                           dtype=b.loss_mask_B_L.dtype, device=self.device),
+                                           dtype=b.loss_mask_B_T.dtype, device=self.device),
                     global_num_samples=float(len(trained)),
-                    student_topk_logprobs_B_T_K=new.extra_logprobs_B_L_K,
-                    teacher_topk_logprobs_B_T_K=b.teacher_topk_logprobs_B_L_K,
-                    teacher_logprobs_B_T=b.teacher_logprobs_B_L,
+                    student_topk_logprobs_B_T_K=new.extra_logprobs_B_T_K,
+                    teacher_topk_logprobs_B_T_K=b.teacher_topk_logprobs_B_T_K,
+                    teacher_logprobs_B_T=b.teacher_logprobs_B_T,
                 )
                 out = self._call_loss(inputs)
                 out.loss.backward()
                 outputs.append(out)
                 loss_total += float(out.loss.detach())
-                on = b.loss_mask_B_L > 0
-                diff = (mb.old_logprobs_B_L.detach() - b.rollout_logprobs_B_L).abs()[on]
+                on = b.loss_mask_B_T > 0
+                diff = (mb.old_logprobs_B_T.detach() - b.rollout_logprobs_B_T).abs()[on]
                 if diff.numel():
                     abs_diff_sum += float(diff.sum())
                     abs_diff_max = max(abs_diff_max, float(diff.max()))

@@ -1,10 +1,10 @@
-"""Collate :class:`~slime.sample.Sample` records into right-padded ``[B, L]`` training tensors.
+"""Collate :class:`~slime.sample.Sample` records into right-padded ``[B, T]`` training tensors.
 
-Every per-token tensor is aligned with ``input_ids_B_L`` (the convention of
+Every per-token tensor is aligned with ``input_ids_B_T`` (the convention of
 :mod:`slime.logprobs`): a sample with prompt length ``P`` and response length ``R`` has its
 response quantities at columns ``P .. P + R - 1``; prompt and padding columns hold 0. The result
-plugs straight into :func:`slime.logprobs.compute_token_logprobs` (``response_mask_B_L``) and
-:class:`slime.losses.LossInputs` (``T = L``).
+plugs straight into :func:`slime.logprobs.compute_token_logprobs` (``response_mask_B_T``) and
+:class:`slime.losses.LossInputs`. ``T`` is the sequence axis everywhere (``T = max(len(tokens))``).
 
 Follows slime's per-sample packing of ``tokens``/``loss_masks``/``rollout_log_probs``
 (THUDM/slime), without sequence packing.
@@ -24,35 +24,35 @@ __all__ = ["SampleBatch", "collate_samples", "split_micro_batches"]
 
 @dataclass
 class SampleBatch:
-    """Right-padded tensors for ``B`` samples, ``L = max(len(tokens))``.
+    """Right-padded tensors for ``B`` samples, ``T = max(len(tokens))``.
 
-    input_ids_B_L: long token ids (``pad_token_id`` in padding).
-    attention_mask_B_L: long, 1 on real tokens.
-    response_mask_B_L: bool, True on response tokens (the positions whose log-prob is computed).
-    loss_mask_B_L: float, the sample's ``loss_mask`` on response tokens, 0 elsewhere.
-    rollout_logprobs_B_L: float, ``rollout_log_probs`` on response tokens.
-    advantages_B_L: float, ``advantages`` on response tokens, or ``None`` if no sample has them.
-    teacher_logprobs_B_L: float, ``teacher_log_probs`` on response tokens (0 for samples without
+    input_ids_B_T: long token ids (``pad_token_id`` in padding).
+    attention_mask_B_T: long, 1 on real tokens.
+    response_mask_B_T: bool, True on response tokens (the positions whose log-prob is computed).
+    loss_mask_B_T: float, the sample's ``loss_mask`` on response tokens, 0 elsewhere.
+    rollout_logprobs_B_T: float, ``rollout_log_probs`` on response tokens.
+    advantages_B_T: float, ``advantages`` on response tokens, or ``None`` if no sample has them.
+    teacher_logprobs_B_T: float, ``teacher_log_probs`` on response tokens (0 for samples without
         them, e.g. Combine's RL-only turns), or ``None`` when no sample has them.
-    teacher_topk_ids_B_L_K / teacher_topk_logprobs_B_L_K: the teacher's top-K token ids and their
-        log-probs at each response position (from ``metadata["teacher_topk_ids"]`` /
-        ``["teacher_topk_logprobs"]``, ``[R][K]`` per sample; top-K distillation), or ``None``.
+    teacher_topk_ids_B_T_K / teacher_topk_logprobs_B_T_K: the teacher's top-K token ids and their
+        log-probs at each response position (from ``Sample.teacher_topk_ids`` /
+        ``teacher_topk_log_probs``, ``[R][K]`` per sample; top-K distillation), or ``None``.
     """
 
-    input_ids_B_L: torch.Tensor
-    attention_mask_B_L: torch.Tensor
-    response_mask_B_L: torch.Tensor
-    loss_mask_B_L: torch.Tensor
-    rollout_logprobs_B_L: torch.Tensor
-    advantages_B_L: torch.Tensor | None
-    teacher_logprobs_B_L: torch.Tensor | None
-    teacher_topk_ids_B_L_K: torch.Tensor | None = None
-    teacher_topk_logprobs_B_L_K: torch.Tensor | None = None
+    input_ids_B_T: torch.Tensor
+    attention_mask_B_T: torch.Tensor
+    response_mask_B_T: torch.Tensor
+    loss_mask_B_T: torch.Tensor
+    rollout_logprobs_B_T: torch.Tensor
+    advantages_B_T: torch.Tensor | None
+    teacher_logprobs_B_T: torch.Tensor | None
+    teacher_topk_ids_B_T_K: torch.Tensor | None = None
+    teacher_topk_logprobs_B_T_K: torch.Tensor | None = None
 
     @property
     def num_loss_tokens(self) -> float:
-        """``loss_mask_B_L.sum()`` as a float."""
-        return float(self.loss_mask_B_L.sum())
+        """``loss_mask_B_T.sum()`` as a float."""
+        return float(self.loss_mask_B_T.sum())
 
 
 def collate_samples(
@@ -77,14 +77,14 @@ def collate_samples(
     have = [s.advantages is not None for s in samples]
     if any(have) and not all(have):
         raise ValueError("only some samples have advantages; fill all or none")
-    B, L = len(samples), max(len(s.tokens) for s in samples)
-    ids = torch.full((B, L), pad_token_id, dtype=torch.long)
-    attn = torch.zeros(B, L, dtype=torch.long)
-    resp = torch.zeros(B, L, dtype=torch.bool)
-    loss = torch.zeros(B, L, dtype=dtype)
-    rollout = torch.zeros(B, L, dtype=dtype)
-    adv = torch.zeros(B, L, dtype=dtype) if samples[0].advantages is not None else None
-    teacher = torch.zeros(B, L, dtype=dtype) if any(s.teacher_log_probs is not None for s in samples) else None
+    B, T = len(samples), max(len(s.tokens) for s in samples)
+    ids = torch.full((B, T), pad_token_id, dtype=torch.long)
+    attn = torch.zeros(B, T, dtype=torch.long)
+    resp = torch.zeros(B, T, dtype=torch.bool)
+    loss = torch.zeros(B, T, dtype=dtype)
+    rollout = torch.zeros(B, T, dtype=dtype)
+    adv = torch.zeros(B, T, dtype=dtype) if samples[0].advantages is not None else None
+    teacher = torch.zeros(B, T, dtype=dtype) if any(s.teacher_log_probs is not None for s in samples) else None
     for b, s in enumerate(samples):
         if s.prompt_length < 1:
             raise ValueError(f"sample {b} has an empty prompt; the first response token needs a prefix")
@@ -98,34 +98,34 @@ def collate_samples(
             adv[b, p:n] = torch.tensor(s.advantages, dtype=dtype)
         if s.teacher_log_probs is not None:
             teacher[b, p:n] = torch.tensor(s.teacher_log_probs, dtype=dtype)
-    topk_ids, topk_lp = _collate_topk(samples, L, dtype)
+    topk_ids, topk_lp = _collate_topk(samples, T, dtype)
     batch = SampleBatch(ids, attn, resp, loss, rollout, adv, teacher, topk_ids, topk_lp)
     if device is not None:
         batch = SampleBatch(*(t.to(device) if t is not None else None for t in (
-            batch.input_ids_B_L, batch.attention_mask_B_L, batch.response_mask_B_L, batch.loss_mask_B_L,
-            batch.rollout_logprobs_B_L, batch.advantages_B_L, batch.teacher_logprobs_B_L,
-            batch.teacher_topk_ids_B_L_K, batch.teacher_topk_logprobs_B_L_K)))
+            batch.input_ids_B_T, batch.attention_mask_B_T, batch.response_mask_B_T, batch.loss_mask_B_T,
+            batch.rollout_logprobs_B_T, batch.advantages_B_T, batch.teacher_logprobs_B_T,
+            batch.teacher_topk_ids_B_T_K, batch.teacher_topk_logprobs_B_T_K)))
     return batch
 
 
-def _collate_topk(samples: Sequence[Sample], L: int, dtype: torch.dtype):
-    """``[B, L, K]`` teacher top-K ids / log-probs on response positions (None when no sample has
+def _collate_topk(samples: Sequence[Sample], T: int, dtype: torch.dtype):
+    """``[B, T, K]`` teacher top-K ids / log-probs on response positions (None when no sample has
     them; samples without them get id 0 and log-prob 0, and must be loss-masked by the caller)."""
-    rows = [(s.metadata.get("teacher_topk_ids"), s.metadata.get("teacher_topk_logprobs")) for s in samples]
+    rows = [(s.teacher_topk_ids, s.teacher_topk_log_probs) for s in samples]
     if not any(ids for ids, _ in rows):
         return None, None
     K = len(next(ids for ids, _ in rows if ids)[0])
-    ids_B_L_K = torch.zeros(len(samples), L, K, dtype=torch.long)
-    lp_B_L_K = torch.zeros(len(samples), L, K, dtype=dtype)
+    ids_B_T_K = torch.zeros(len(samples), T, K, dtype=torch.long)
+    lp_B_T_K = torch.zeros(len(samples), T, K, dtype=dtype)
     for b, (s, (ids, lps)) in enumerate(zip(samples, rows)):
         if not ids:
             continue
         if len(ids) != s.response_length or len(lps) != s.response_length or any(len(r) != K for r in ids):
             raise ValueError(f"sample {b}: teacher top-K must be [response_length={s.response_length}][K={K}]")
         p = s.prompt_length
-        ids_B_L_K[b, p:p + s.response_length] = torch.tensor(ids, dtype=torch.long)
-        lp_B_L_K[b, p:p + s.response_length] = torch.tensor(lps, dtype=dtype)
-    return ids_B_L_K, lp_B_L_K
+        ids_B_T_K[b, p:p + s.response_length] = torch.tensor(ids, dtype=torch.long)
+        lp_B_T_K[b, p:p + s.response_length] = torch.tensor(lps, dtype=dtype)
+    return ids_B_T_K, lp_B_T_K
 
 
 def split_micro_batches(samples: Sequence[Sample], micro_batch_size: int) -> list[list[Sample]]:

@@ -1,17 +1,17 @@
 """Per-token log-probs (and entropies) of realised tokens under a causal LM, chunk by chunk.
 
-With a 151k-entry vocabulary the full ``[B, L, V]`` logits tensor of a long agent conversation
+With a 151k-entry vocabulary the full ``[B, T, V]`` logits tensor of a long agent conversation
 does not fit twice in memory (once for logits, once for the log-softmax, again for backward).
 :func:`compute_token_logprobs` therefore runs only the decoder body, gathers the hidden states at
 the positions whose next token is wanted (normally the response), and applies the LM head and the
 log-softmax to ``chunk_size`` positions at a time. When gradients are on, each chunk is wrapped in
 activation checkpointing so backward recomputes the chunk's logits instead of keeping them: peak
-extra memory is ``O(chunk_size * V)`` rather than ``O(B * L * V)``.
+extra memory is ``O(chunk_size * V)`` rather than ``O(B * T * V)``.
 
-Alignment convention (used everywhere in slime): ``logprobs_B_L[b, t]`` is
+Alignment convention (used everywhere in slime): ``logprobs_B_T[b, t]`` is
 ``log p(input_ids[b, t] | input_ids[b, :t])``; position 0 has no prediction and is 0. A sample
 with prompt length ``P`` and response length ``R`` has its response log-probs at
-``logprobs_B_L[b, P:P + R]``, aligned one-to-one with ``Sample.rollout_log_probs``.
+``logprobs_B_T[b, P:P + R]``, aligned one-to-one with ``Sample.rollout_log_probs``.
 
 Follows slime's ``compute_log_probs``/``calculate_log_probs_and_entropy`` (THUDM/slime), the
 chunked cross-entropy of Liger-Kernel / prime-rl, and divides logits by the sampling temperature
@@ -36,54 +36,54 @@ __all__ = [
 class TokenLogprobs(NamedTuple):
     """Output of :func:`compute_token_logprobs`.
 
-    logprobs_B_L: ``[B, L]`` float32 (float64 for a float64 model); log-prob of each selected token given its prefix, 0 elsewhere.
-    entropy_B_L: ``[B, L]`` float32 entropy of the predictive distribution for each selected token,
+    logprobs_B_T: ``[B, T]`` float32 (float64 for a float64 model); log-prob of each selected token given its prefix, 0 elsewhere.
+    entropy_B_T: ``[B, T]`` float32 entropy of the predictive distribution for each selected token,
         0 elsewhere; ``None`` unless ``return_entropy=True``.
-    extra_logprobs_B_L_K: ``[B, L, K]`` log-probs of ``extra_ids_B_L_K`` at each selected position
-        (same prediction as ``logprobs_B_L``), 0 elsewhere; ``None`` unless extra ids were given.
+    extra_logprobs_B_T_K: ``[B, T, K]`` log-probs of ``extra_ids_B_T_K`` at each selected position
+        (same prediction as ``logprobs_B_T``), 0 elsewhere; ``None`` unless extra ids were given.
     """
 
-    logprobs_B_L: torch.Tensor
-    entropy_B_L: torch.Tensor | None
-    extra_logprobs_B_L_K: torch.Tensor | None = None
+    logprobs_B_T: torch.Tensor
+    entropy_B_T: torch.Tensor | None
+    extra_logprobs_B_T_K: torch.Tensor | None = None
 
 
 def token_logprobs_from_logits(
-    logits_B_L_V: torch.Tensor, input_ids_B_L: torch.Tensor, temperature: float = 1.0
+    logits_B_T_V: torch.Tensor, input_ids_B_T: torch.Tensor, temperature: float = 1.0
 ) -> torch.Tensor:
-    """Return ``logprobs_B_L`` from full logits (small models / reference implementation).
+    """Return ``logprobs_B_T`` from full logits (small models / reference implementation).
 
     Args:
-        logits_B_L_V: ``[B, L, V]`` next-token logits as returned by ``model(...).logits``
+        logits_B_T_V: ``[B, T, V]`` next-token logits as returned by ``model(...).logits``
             (``logits[:, t]`` predicts ``input_ids[:, t + 1]``).
-        input_ids_B_L: ``[B, L]`` token ids.
+        input_ids_B_T: ``[B, T]`` token ids.
         temperature: sampling temperature the logits are divided by (> 0).
 
     Returns:
-        ``[B, L]`` float32 tensor (float64 for float64 logits), ``out[:, t] = log p(input_ids[:, t] | input_ids[:, :t])`` for
+        ``[B, T]`` float32 tensor (float64 for float64 logits), ``out[:, t] = log p(input_ids[:, t] | input_ids[:, :t])`` for
         ``t >= 1`` and ``out[:, 0] = 0``.
 
     Raises:
         ValueError: on shape mismatch or ``temperature <= 0``.
     """
     _check_temperature(temperature)
-    if logits_B_L_V.dim() != 3 or logits_B_L_V.shape[:2] != input_ids_B_L.shape:
-        raise ValueError(f"logits {tuple(logits_B_L_V.shape)} do not match input_ids {tuple(input_ids_B_L.shape)}")
-    logits = _upcast(logits_B_L_V[:, :-1]) / temperature
-    logp_B_Lm1 = torch.log_softmax(logits, dim=-1).gather(-1, input_ids_B_L[:, 1:, None]).squeeze(-1)
+    if logits_B_T_V.dim() != 3 or logits_B_T_V.shape[:2] != input_ids_B_T.shape:
+        raise ValueError(f"logits {tuple(logits_B_T_V.shape)} do not match input_ids {tuple(input_ids_B_T.shape)}")
+    logits = _upcast(logits_B_T_V[:, :-1]) / temperature
+    logp_B_Lm1 = torch.log_softmax(logits, dim=-1).gather(-1, input_ids_B_T[:, 1:, None]).squeeze(-1)
     return torch.nn.functional.pad(logp_B_Lm1, (1, 0), value=0.0)
 
 
-def entropy_from_logits(logits_B_L_V: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
-    """Return ``entropy_B_L``, aligned like :func:`token_logprobs_from_logits` (position 0 is 0).
+def entropy_from_logits(logits_B_T_V: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """Return ``entropy_B_T``, aligned like :func:`token_logprobs_from_logits` (position 0 is 0).
 
     ``out[:, t]`` is the entropy of the distribution that predicted token ``t`` (from
     ``logits[:, t - 1]``). Raises ``ValueError`` if ``temperature <= 0`` or logits are not 3-D.
     """
     _check_temperature(temperature)
-    if logits_B_L_V.dim() != 3:
-        raise ValueError(f"logits must be [B, L, V], got {tuple(logits_B_L_V.shape)}")
-    logits = _upcast(logits_B_L_V[:, :-1]) / temperature
+    if logits_B_T_V.dim() != 3:
+        raise ValueError(f"logits must be [B, T, V], got {tuple(logits_B_T_V.shape)}")
+    logits = _upcast(logits_B_T_V[:, :-1]) / temperature
     logp = torch.log_softmax(logits, dim=-1)
     ent_B_Lm1 = -(logp.exp() * logp).sum(-1)
     return torch.nn.functional.pad(ent_B_Lm1, (1, 0), value=0.0)
@@ -133,34 +133,34 @@ def _decoder_and_head(model: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn
 
 def compute_token_logprobs(
     model: torch.nn.Module,
-    input_ids_B_L: torch.Tensor,
-    attention_mask_B_L: torch.Tensor | None = None,
-    response_mask_B_L: torch.Tensor | None = None,
+    input_ids_B_T: torch.Tensor,
+    attention_mask_B_T: torch.Tensor | None = None,
+    response_mask_B_T: torch.Tensor | None = None,
     *,
     chunk_size: int = 1024,
     temperature: float = 1.0,
     return_entropy: bool = False,
-    extra_ids_B_L_K: torch.Tensor | None = None,
+    extra_ids_B_T_K: torch.Tensor | None = None,
 ) -> TokenLogprobs:
-    """Per-token log-probs (and optionally entropies) of ``input_ids_B_L`` under ``model``.
+    """Per-token log-probs (and optionally entropies) of ``input_ids_B_T`` under ``model``.
 
     Args:
         model: a Hugging Face causal LM (``*ForCausalLM`` or a peft model wrapping one) exposing
             ``get_decoder()`` and ``get_output_embeddings()``.
-        input_ids_B_L: ``[B, L]`` long token ids (prompt + response, padded).
-        attention_mask_B_L: ``[B, L]`` 1 for real tokens, 0 for padding (left or right).
+        input_ids_B_T: ``[B, T]`` long token ids (prompt + response, padded).
+        attention_mask_B_T: ``[B, T]`` 1 for real tokens, 0 for padding (left or right).
             ``None`` means all ones. Position ids are derived from it (``cumsum - 1``).
-        response_mask_B_L: ``[B, L]`` bool/0-1 marking the tokens whose log-prob is wanted
+        response_mask_B_T: ``[B, T]`` bool/0-1 marking the tokens whose log-prob is wanted
             (normally the response tokens; position 0 must be 0). ``None`` selects every
             token whose predecessor is a real token. Only selected positions go through the LM head.
         chunk_size: positions per LM-head chunk (> 0); peak extra memory ``chunk_size * V``.
         temperature: sampling temperature the logits are divided by (> 0), to match the engine.
         return_entropy: also return per-token entropies.
-        extra_ids_B_L_K: ``[B, L, K]`` long ids whose log-probs are also wanted at each selected
+        extra_ids_B_T_K: ``[B, T, K]`` long ids whose log-probs are also wanted at each selected
             position (e.g. a teacher's top-K tokens for distillation); same chunking and grad.
 
     Returns:
-        :class:`TokenLogprobs` with float32 ``logprobs_B_L`` (and ``entropy_B_L``), zero at
+        :class:`TokenLogprobs` with float32 ``logprobs_B_T`` (and ``entropy_B_T``), zero at
         unselected positions; differentiable w.r.t. model parameters when grad is enabled.
 
     Raises:
@@ -170,43 +170,43 @@ def compute_token_logprobs(
     _check_temperature(temperature)
     if chunk_size <= 0:
         raise ValueError(f"chunk_size must be > 0, got {chunk_size}")
-    if input_ids_B_L.dim() != 2:
-        raise ValueError(f"input_ids must be [B, L], got {tuple(input_ids_B_L.shape)}")
-    B, L = input_ids_B_L.shape
-    device = input_ids_B_L.device
-    if attention_mask_B_L is None:
-        attention_mask_B_L = torch.ones_like(input_ids_B_L)
-    if attention_mask_B_L.shape != (B, L):
-        raise ValueError(f"attention_mask {tuple(attention_mask_B_L.shape)} != input_ids {(B, L)}")
-    real_B_L = attention_mask_B_L.bool()
+    if input_ids_B_T.dim() != 2:
+        raise ValueError(f"input_ids must be [B, T], got {tuple(input_ids_B_T.shape)}")
+    B, T = input_ids_B_T.shape
+    device = input_ids_B_T.device
+    if attention_mask_B_T is None:
+        attention_mask_B_T = torch.ones_like(input_ids_B_T)
+    if attention_mask_B_T.shape != (B, T):
+        raise ValueError(f"attention_mask {tuple(attention_mask_B_T.shape)} != input_ids {(B, T)}")
+    real_B_T = attention_mask_B_T.bool()
     # a token is predictable only if the position before it is a real (non-padding) token
-    has_prefix_B_L = torch.nn.functional.pad(real_B_L[:, :-1], (1, 0), value=False) & real_B_L
-    if response_mask_B_L is None:
-        select_B_L = has_prefix_B_L
+    has_prefix_B_T = torch.nn.functional.pad(real_B_T[:, :-1], (1, 0), value=False) & real_B_T
+    if response_mask_B_T is None:
+        select_B_T = has_prefix_B_T
     else:
-        if response_mask_B_L.shape != (B, L):
-            raise ValueError(f"response_mask {tuple(response_mask_B_L.shape)} != input_ids {(B, L)}")
-        select_B_L = response_mask_B_L.bool()
-        if select_B_L[:, 0].any():
+        if response_mask_B_T.shape != (B, T):
+            raise ValueError(f"response_mask {tuple(response_mask_B_T.shape)} != input_ids {(B, T)}")
+        select_B_T = response_mask_B_T.bool()
+        if select_B_T[:, 0].any():
             raise ValueError("response_mask selects position 0, which has no prefix")
-        if (select_B_L & real_B_L & ~has_prefix_B_L).any():
+        if (select_B_T & real_B_T & ~has_prefix_B_T).any():
             raise ValueError("response_mask selects a token whose predecessor is padding (no prefix)")
-        select_B_L = select_B_L & real_B_L
+        select_B_T = select_B_T & real_B_T
 
     decoder, lm_head = _decoder_and_head(model)
-    position_ids_B_L = (attention_mask_B_L.long().cumsum(-1) - 1).clamp(min=0)
+    position_ids_B_T = (attention_mask_B_T.long().cumsum(-1) - 1).clamp(min=0)
     hidden_B_L_H = decoder(
-        input_ids=input_ids_B_L, attention_mask=attention_mask_B_L, position_ids=position_ids_B_L,
+        input_ids=input_ids_B_T, attention_mask=attention_mask_B_T, position_ids=position_ids_B_T,
         use_cache=False,
     ).last_hidden_state
 
     # hidden state at t-1 predicts token t: gather the predecessors of the selected positions.
-    b_idx_N, t_idx_N = select_B_L.nonzero(as_tuple=True)
+    b_idx_N, t_idx_N = select_B_T.nonzero(as_tuple=True)
     hidden_N_H = hidden_B_L_H[b_idx_N, t_idx_N - 1]
-    targets_N = input_ids_B_L[b_idx_N, t_idx_N]
+    targets_N = input_ids_B_T[b_idx_N, t_idx_N]
     softcap = getattr(getattr(model, "config", None), "final_logit_softcapping", None)
 
-    extra_N_K = None if extra_ids_B_L_K is None else extra_ids_B_L_K[b_idx_N, t_idx_N].long()
+    extra_N_K = None if extra_ids_B_T_K is None else extra_ids_B_T_K[b_idx_N, t_idx_N].long()
     logp_parts, ent_parts, extra_parts = [], [], []
     use_ckpt = torch.is_grad_enabled() and hidden_N_H.requires_grad
     for start in range(0, hidden_N_H.shape[0], chunk_size):
@@ -224,15 +224,15 @@ def compute_token_logprobs(
             extra_parts.append(res[2])
 
     out_dtype = torch.float64 if hidden_B_L_H.dtype == torch.float64 else torch.float32
-    logprobs_B_L = torch.zeros(B, L, dtype=out_dtype, device=device)
-    entropy_B_L = torch.zeros(B, L, dtype=out_dtype, device=device) if return_entropy else None
-    extra_B_L_K = None
-    if extra_ids_B_L_K is not None:
-        extra_B_L_K = torch.zeros(B, L, extra_ids_B_L_K.shape[-1], dtype=out_dtype, device=device)
+    logprobs_B_T = torch.zeros(B, T, dtype=out_dtype, device=device)
+    entropy_B_T = torch.zeros(B, T, dtype=out_dtype, device=device) if return_entropy else None
+    extra_B_T_K = None
+    if extra_ids_B_T_K is not None:
+        extra_B_T_K = torch.zeros(B, T, extra_ids_B_T_K.shape[-1], dtype=out_dtype, device=device)
     if logp_parts:
-        logprobs_B_L = logprobs_B_L.index_put((b_idx_N, t_idx_N), torch.cat(logp_parts))
-        if entropy_B_L is not None:
-            entropy_B_L = entropy_B_L.index_put((b_idx_N, t_idx_N), torch.cat(ent_parts))
-        if extra_B_L_K is not None:
-            extra_B_L_K = extra_B_L_K.index_put((b_idx_N, t_idx_N), torch.cat(extra_parts).to(out_dtype))
-    return TokenLogprobs(logprobs_B_L, entropy_B_L, extra_B_L_K)
+        logprobs_B_T = logprobs_B_T.index_put((b_idx_N, t_idx_N), torch.cat(logp_parts))
+        if entropy_B_T is not None:
+            entropy_B_T = entropy_B_T.index_put((b_idx_N, t_idx_N), torch.cat(ent_parts))
+        if extra_B_T_K is not None:
+            extra_B_T_K = extra_B_T_K.index_put((b_idx_N, t_idx_N), torch.cat(extra_parts).to(out_dtype))
+    return TokenLogprobs(logprobs_B_T, entropy_B_T, extra_B_T_K)

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from slime.errors import error_line
 from slime.losses import LossInputs, LossOutputs, PolicyLossConfig
 
 
@@ -56,7 +57,7 @@ def checked_loss(loss_fn: Callable[[LossInputs, PolicyLossConfig], Any], name: s
     except LossPluginError:  # an adapter already named the plugin and what it expected
         raise
     except Exception as exc:
-        raise LossPluginError(name, f"raised {type(exc).__name__}: {exc}") from exc
+        raise LossPluginError(name, f"raised {error_line(exc, None)}") from exc
     if isinstance(out, torch.Tensor):  # a bare scalar loss is accepted (no metrics)
         out = LossOutputs(loss=out, num_tokens=float(inputs.loss_mask_B_T.sum()))
     if not isinstance(out, LossOutputs):

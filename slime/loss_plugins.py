@@ -1,5 +1,9 @@
 """Loss plugins (``--custom-loss-function-path``) in three calling conventions.
 
+The canonical one is **typed**, the :class:`slime.hooks.LossFunction` protocol
+(:func:`slime.losses.policy_loss`'s own signature); **simple** (the seed's README form) and
+**slime** (THUDM/slime's ``loss_function``) are adapters to it, chosen from the signature.
+
 The training backend calls its loss once per micro-batch with :func:`slime.losses.policy_loss`'s
 typed signature ``loss(inputs: LossInputs, config: PolicyLossConfig) -> LossOutputs``.
 :func:`load_loss_plugin` loads a user function, detects its convention from its signature and
@@ -45,7 +49,7 @@ from slime.plugins import (PluginError, check_return_annotation, load_function, 
                            signature_text, split_spec)
 
 __all__ = ["CONVENTIONS", "DEFAULT_LOSS_NAMES", "LossPlugin", "detect_loss_convention",
-           "load_loss_plugin", "probe_loss_plugin", "simple_config", "slime_batch", "sum_of_sample_mean_fn"]
+           "load_loss_plugin", "probe_inputs", "probe_loss_plugin", "simple_config", "slime_batch", "sum_of_sample_mean_fn"]
 
 FLAG = "--custom-loss-function-path"
 #: default function names, tried in order, when the spec names only a file
@@ -270,17 +274,11 @@ def load_loss_plugin(spec: str, args: Any = None) -> LossPlugin:
     return LossPlugin(fn, convention, f"plugin {shown} ({convention} convention)", args)
 
 
-def probe_loss_plugin(plugin: LossPlugin, config: PolicyLossConfig) -> None:
-    """Call ``plugin`` once on a synthetic 2-sample batch and check what it returns.
-
-    The batch has every input the backend may pass (response masks, token ids, rewards, rollout,
-    reference and teacher-free log-probs, entropy), responses of 3 and 2 tokens, one loss-masked
-    token, advantages +1 / -1.
-
-    Raises:
-        PluginError: ``--custom-loss-function-path <name>: <what was wrong> (probe batch, before
-            training)``.
-    """
+def probe_inputs(config: PolicyLossConfig) -> LossInputs:
+    """A synthetic 2-sample micro-batch with every input the backend may pass (response masks,
+    token ids, rewards, rollout and reference log-probs, entropy): responses of 3 and 2 tokens in
+    ``[2, 6]`` tensors, one loss-masked token, advantages +1 / -1; ``logprobs_B_T`` carries a
+    gradient. Seeded, so identical on every call."""
     g = torch.Generator().manual_seed(0)
     B, T = 2, 6
     resp = torch.zeros(B, T, dtype=torch.bool)
@@ -291,13 +289,22 @@ def probe_loss_plugin(plugin: LossPlugin, config: PolicyLossConfig) -> None:
     logp = new * resp
     old = (logp.detach() - 0.01).masked_fill(~resp, 0.0)
     adv = torch.tensor([[1.0], [-1.0]]).expand(B, T) * mask
-    inputs = LossInputs(logprobs_B_T=logp, old_logprobs_B_T=old, advantages_B_T=adv.contiguous(),
-                        loss_mask_B_T=mask, global_num_tokens=float(mask.sum()), rollout_logprobs_B_T=old.clone(),
-                        ref_logprobs_B_T=old.clone() if config.use_kl_loss else None,
-                        entropy_B_T=torch.rand(B, T, generator=g) * resp,
-                        response_mask_B_T=resp, input_ids_B_T=torch.arange(B * T).view(B, T),
-                        rewards_B=torch.tensor([1.0, -1.0]), global_num_samples=float(B))
+    return LossInputs(logprobs_B_T=logp, old_logprobs_B_T=old, advantages_B_T=adv.contiguous(),
+                      loss_mask_B_T=mask, global_num_tokens=float(mask.sum()), rollout_logprobs_B_T=old.clone(),
+                      ref_logprobs_B_T=old.clone() if config.use_kl_loss else None,
+                      entropy_B_T=torch.rand(B, T, generator=g) * resp,
+                      response_mask_B_T=resp, input_ids_B_T=torch.arange(B * T).view(B, T),
+                      rewards_B=torch.tensor([1.0, -1.0]), global_num_samples=float(B))
+
+
+def probe_loss_plugin(plugin: LossPlugin, config: PolicyLossConfig) -> None:
+    """Call ``plugin`` once on :func:`probe_inputs` and check what it returns.
+
+    Raises:
+        PluginError: ``--custom-loss-function-path <name>: <what was wrong> (probe batch, before
+            training)``.
+    """
     try:
-        checked_loss(plugin, plugin.plugin_name, inputs, config)
+        checked_loss(plugin, plugin.plugin_name, probe_inputs(config), config)
     except LossPluginError as exc:
         raise PluginError(f"{FLAG}: {plugin.plugin_name}: {exc.detail} (probe batch, before training)") from exc

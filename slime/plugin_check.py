@@ -1,4 +1,4 @@
-"""Start-up check of all four plugin hooks, before Ray or any model starts.
+"""Start-up check of every plugin a run uses, before Ray or any model starts.
 
 ``python slime/train.py`` calls :func:`check_plugins` right after parsing the command line: a
 missing file, a missing function, wrong parameters or a wrong return type is then a one-line
@@ -14,24 +14,26 @@ from slime.loss_plugins import load_loss_plugin, probe_loss_plugin
 from slime.losses import PolicyLossConfig
 from slime.plugins import PluginError
 from slime.reward_plugins import RewardPlugin
-from slime.rollout_plugins import LIVE_ROLLOUT, load_generate_function, load_rollout_function, rollout_spec
+from slime.rollout_plugins import load_generate_function, load_rollout_function, rollout_choice
 
 __all__ = ["check_plugins"]
 
 
-def check_plugins(cfg: Any) -> list[str]:
+def check_plugins(cfg: Any, method: Any = None) -> list[str]:
     """Load and check every plugin a run uses.
 
-    * loss: convention detected, return annotation checked, then one call on a probe batch
+    * loss (``--custom-loss-function-path``, else the method's own loss): convention detected,
+      return annotation checked, then one call on a probe batch
       (:func:`slime.loss_plugins.probe_loss_plugin`), so a wrong return type fails here;
     * rollout: parameters ``(args, rollout_id, data_source, evaluation=False)``;
     * generate: parameters ``(args, sample, sampling_params)`` and annotation; it needs a rollout
       that generates (``--prompt-data`` or a custom ``--rollout-function-path``);
     * reward: form detected and parameters checked (the simple form's model is not built here);
-    * ``--prompt-data``: the file parses, a reward is given, and no ``--data-path``.
+    * ``--prompt-data``: the file parses and a reward is given.
 
     Args:
         cfg: the parsed :class:`slime.arguments.SlimeConfig`.
+        method: the run's :class:`slime.methods.Method` (for its loss), or None.
 
     Returns:
         One line per plugin in use (``"loss: plugin x.py:compute_loss (simple convention)"``).
@@ -41,26 +43,24 @@ def check_plugins(cfg: Any) -> list[str]:
         ValueError: a bad ``--prompt-data`` file.
     """
     lines = []
-    if cfg.custom_loss_function_path:
-        plugin = load_loss_plugin(cfg.custom_loss_function_path, cfg)
+    loss_spec = cfg.custom_loss_function_path or (method.loss_function() if method is not None else None)
+    if loss_spec:
+        plugin = load_loss_plugin(loss_spec, cfg)
         probe_loss_plugin(plugin, PolicyLossConfig.from_config(cfg))
         lines.append(f"loss: {plugin.plugin_name}")
-    spec = rollout_spec(cfg)
-    load_rollout_function(spec)
-    lines.append(f"rollout: {spec}")
+    choice = rollout_choice(cfg)
+    load_rollout_function(choice.spec)
+    lines.append(f"rollout: {choice.spec}")
     if cfg.custom_generate_function_path:
-        if spec == LIVE_ROLLOUT:
+        if not choice.generates:
             raise PluginError("--custom-generate-function-path needs a rollout that generates: the default rollout "
                               "trains on live conversations; give --prompt-data (the prompt-dataset rollout) or a "
                               "--rollout-function-path that calls the generate function")
         load_generate_function(cfg.custom_generate_function_path)
         lines.append(f"generate: {cfg.custom_generate_function_path}")
     if cfg.prompt_data:
-        from openclaw_rl.rollout.prompt_rollout import load_prompts
+        from slime.prompt_data import load_prompts
 
-        if (getattr(cfg, "extra", None) or {}).get("data_path"):
-            raise PluginError("--prompt-data generates through the intercept server; it cannot be combined with "
-                              "--data-path (offline recorded sessions)")
         if not cfg.custom_rm_path:
             raise PluginError("--prompt-data needs a reward for the generated responses: give --custom-rm-path")
         load_prompts(cfg.prompt_data, cfg.input_key, cfg.label_key)

@@ -13,20 +13,16 @@ import logging
 import threading
 import traceback
 
+from slime.errors import error_line
 from slime.sample import Sample, SampleStatus
 
-__all__ = ["FailureBudget", "PluginFailureError", "error_text", "mark_failed", "plugin_error_message"]
+__all__ = ["FailureBudget", "PluginFailureError", "mark_failed", "plugin_error_message"]
 
 log = logging.getLogger(__name__)
 
 
 class PluginFailureError(RuntimeError):
     """Too many samples of one step failed in a plugin; the run stops (one-line message)."""
-
-
-def error_text(exc: BaseException) -> str:
-    """``Type: message`` on one line."""
-    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
 
 
 def mark_failed(sample: Sample, stage: str, exc: BaseException) -> Sample:
@@ -42,7 +38,7 @@ def mark_failed(sample: Sample, stage: str, exc: BaseException) -> Sample:
     sample.status = SampleStatus.FAILED
     sample.reward = 0.0
     sample.loss_mask = [0] * sample.response_length
-    sample.metadata["error"] = f"{stage}: {error_text(exc)}"
+    sample.metadata["error"] = f"{stage}: {error_line(exc)}"
     sample.metadata["traceback"] = tb
     return sample
 
@@ -105,6 +101,7 @@ def plugin_error_message(exc: BaseException) -> str | None:
     :class:`PluginFailureError`, :class:`slime.loss_guard.LossPluginError` or
     :class:`slime.plugins.PluginError`.
     """
+    from slime.errors import one_line
     from slime.loss_guard import LossPluginError
     from slime.plugins import PluginError
 
@@ -119,6 +116,6 @@ def plugin_error_message(exc: BaseException) -> str | None:
         if isinstance(cause, BaseException):
             todo.append(cause)
         elif isinstance(e, (PluginFailureError, LossPluginError, PluginError)):
-            return " ".join(str(e).split())
+            return one_line(e)
         todo += [e.__cause__, e.__context__]
     return None

@@ -21,15 +21,13 @@ import typing
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from slime.errors import error_line
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 class PluginError(ValueError):
     """A plugin that cannot be loaded or has the wrong shape (one-line message)."""
-
-
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
 
 
 def _load_file(path: Path, name: str):
@@ -45,8 +43,7 @@ def _load_file(path: Path, name: str):
         spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[mod_name]
-        raise PluginError(f"plugin file {path} failed to import: {type(exc).__name__}: "
-                          f"{_one_line(exc)}") from exc
+        raise PluginError(f"plugin file {path} failed to import: {error_line(exc, None)}") from exc
     return module
 
 
@@ -93,8 +90,7 @@ def load_module(spec: str, flag: str):
     try:
         return importlib.import_module(target), func
     except Exception as exc:
-        raise PluginError(f"{flag} {spec}: cannot import module {target}: {type(exc).__name__}: "
-                          f"{_one_line(exc)}") from exc
+        raise PluginError(f"{flag} {spec}: cannot import module {target}: {error_line(exc, None)}") from exc
 
 
 def load_function(spec: str, flag: str, default_name: str | Sequence[str] | None = None) -> Callable:

@@ -1,10 +1,14 @@
 """Ray orchestration: the rollout manager and the train actor (slime's two actor roles).
 
-* :class:`RolloutManager` owns the serving side (through a rollout *service*, by default
-  :class:`openclaw_rl.rollout.service.OpenClawRolloutService`: intercept server, trajectory
-  store, judges) and calls the rollout function to turn judged turns into samples.
+* :class:`RolloutManager` owns the serving side through a rollout *service*
+  (``--rollout-service``, :class:`slime.hooks.RolloutService`; the installed default serves,
+  records and judges live conversations) and calls the rollout function to turn what the service
+  collected into samples. The run's method builds the service's judge side
+  (:meth:`slime.methods.Method.build_judge`).
 * :class:`TrainActor` owns the policy (transformers, optionally peft LoRA) and the optimizer
-  (:class:`slime.backend.TrainingBackend`), checkpoints, and exports weights for serving.
+  (:class:`slime.backend.TrainingBackend`) with the loss (``--custom-loss-function-path``, else
+  the method's, else PPO), runs the method's per-step sample preparation, checkpoints, and exports
+  weights for serving.
 
 Ray stays on loopback: a local cluster is started with node IP 127.0.0.1 unless ``RAY_ADDRESS``
 points at a running one (as under ``ray job submit``). Both actors take 0 CPUs so they fit a
@@ -14,7 +18,6 @@ actor, so ``shutdown`` and ``metrics`` are answered while a rollout is being col
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 import shutil
@@ -22,12 +25,12 @@ from pathlib import Path
 
 import ray
 
-from slime.plugins import load_function
-from slime.rollout_plugins import LIVE_ROLLOUT, load_rollout_function, normalize_rollout_output, rollout_spec
+from slime.calls import call_sync
+from slime.methods.registry import load_method_class
+from slime.rollout_plugins import load_rollout_function, normalize_rollout_output, rollout_spec
+from slime.services import load_service_class
 
 log = logging.getLogger(__name__)
-DEFAULT_ROLLOUT_FUNCTION = LIVE_ROLLOUT
-DEFAULT_ROLLOUT_SERVICE = "openclaw_rl.rollout.service.OpenClawRolloutService"
 
 
 def init_ray() -> None:
@@ -52,20 +55,6 @@ def _use_all_cores() -> None:
         pass
 
 
-def _with_service(cfg, service):
-    """``cfg`` with the service's ``server_url`` and ``rl_buffer_dir`` in ``extra`` (what the
-    default generate hook and user plugins reach the server and store through)."""
-    import dataclasses
-    import types
-
-    extra = dict(cfg.extra)
-    if getattr(service, "server_url", None):
-        extra["server_url"] = service.server_url
-    if getattr(service, "buffer_dir", None):
-        extra["rl_buffer_dir"] = str(service.buffer_dir)
-    return dataclasses.replace(cfg, extra=types.MappingProxyType(extra))
-
-
 @ray.remote(num_cpus=0, max_concurrency=4)
 class RolloutManager:
     """Serving + collection + judging side of a run.
@@ -79,15 +68,14 @@ class RolloutManager:
         logging.basicConfig(level=logging.INFO)
         _use_all_cores()
         self.cfg = cfg
-        service_cls = load_function(cfg.extra.get("rollout_service") or DEFAULT_ROLLOUT_SERVICE,
-                                    "--rollout-service")
-        self.service = service_cls(cfg, resume_step)
+        self.method = load_method_class(cfg.advantage_estimator)(cfg)
+        self.service = load_service_class(cfg.rollout_service)(cfg, resume_step, self.method)
         self.rollout_spec = rollout_spec(cfg)
         self.rollout_fn = load_rollout_function(self.rollout_spec)
-        self.args = _with_service(cfg, self.service)
+        self.args = self.service.rollout_args()
 
     def server_url(self) -> str | None:
-        """Base URL of the intercept server (no ``/v1``), or None offline."""
+        """Base URL the service serves at (no ``/v1``), or None when it serves nothing."""
         return getattr(self.service, "server_url", None)
 
     def generate(self, rollout_id: int, evaluation: bool = False):
@@ -98,10 +86,7 @@ class RolloutManager:
                 groups (see :func:`slime.rollout_plugins.normalize_rollout_output`).
             slime.plugin_failures.PluginFailureError: too many samples of the step failed.
         """
-        out = self.rollout_fn(self.args, rollout_id, self.service.data_source, evaluation=evaluation)
-        if inspect.isawaitable(out):
-            import asyncio
-            out = asyncio.run(out)
+        out = call_sync(self.rollout_fn, self.args, rollout_id, self.service.data_source, evaluation=evaluation)
         groups, metrics = normalize_rollout_output(out, self.rollout_spec)
         samples = [s for g in groups for s in g]
         return samples, {**self.service.metrics(), **metrics}
@@ -111,7 +96,7 @@ class RolloutManager:
         self.service.data_source.mark_trained(samples, step)
 
     def release(self, samples) -> None:
-        """Return samples of a failed step to the queue."""
+        """Return samples of a failed step to the data source."""
         self.service.data_source.release(samples)
 
     def publish_weights(self, path: str, version: int) -> int:
@@ -119,11 +104,11 @@ class RolloutManager:
         return self.service.publish_weights(path, version)
 
     def metrics(self) -> dict:
-        """Current service counters (judges, data source, backlog)."""
+        """Current service counters."""
         return self.service.metrics()
 
     def shutdown(self) -> None:
-        """Stop judges and the server."""
+        """Stop the service (judges, server)."""
         self.service.close()
 
 
@@ -136,10 +121,9 @@ class TrainActor:
         _use_all_cores()
         from slime.backend import TrainingBackend
 
+        self.method = load_method_class(cfg.advantage_estimator)(cfg)
         loss_fn = None
-        spec = cfg.custom_loss_function_path
-        if not spec and cfg.extra.get("distill_topk"):  # OPD's top-K reverse-KL loss plugin
-            spec = "openclaw_rl/opd/topk_loss.py:topk_reverse_kl_loss"
+        spec = cfg.custom_loss_function_path or self.method.loss_function()
         if spec:  # any of the three conventions, see slime.loss_plugins
             from slime.loss_plugins import load_loss_plugin
             loss_fn = load_loss_plugin(spec, cfg)
@@ -147,11 +131,9 @@ class TrainActor:
         self.backend = TrainingBackend(cfg, loss_fn=loss_fn)
         self.export_root = Path(cfg.save or "outputs") / "published"
 
-    def score_teacher(self, samples):
-        """OPD / Combine: fill teacher and student log-probs (``--opd-teacher``); returns the samples."""
-        from openclaw_rl.opd.teacher import score_teacher
-        return score_teacher(self.backend, samples, self.cfg.extra.get("opd_teacher", "base"),
-                             self.cfg.extra.get("distill_topk"))
+    def prepare_samples(self, samples):
+        """The method's per-step work with the policy (:meth:`slime.methods.Method.prepare_samples`)."""
+        return self.method.prepare_samples(self.backend, samples)
 
     def resume(self) -> int | None:
         """Load ``--resume-from-checkpoint`` if given; returns its step (None otherwise)."""

@@ -1,5 +1,9 @@
 """Reward plugins (``--custom-rm-path``) in slime's two forms and the simple README form.
 
+The canonical form is slime's per-sample ``reward(args, sample)``, the
+:class:`slime.hooks.RewardFunction` protocol; the **simple** form (the seed's
+``get_reward_model``) and slime's **batched** form are adapters to it, chosen from the signature.
+
 * **slime, per sample**: ``async def reward(args, sample, **kwargs) -> float | dict`` (a plain
   ``def`` is run in a worker thread). A dict must hold ``"reward"``; the rest is kept as details.
 * **slime, batched**: ``async def reward(args, samples, **kwargs) -> list[float | dict]``, one
@@ -22,7 +26,6 @@ File specs without a function name look for ``get_reward_model`` (simple), then 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import math
 import queue
 import threading
@@ -30,6 +33,8 @@ import typing
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from slime.calls import call_async
+from slime.errors import error_line, one_line
 from slime.plugins import (PluginError, check_parameters, check_return_annotation, load_module,
                            positional_parameters, split_spec)
 from slime.sample import Sample
@@ -44,9 +49,9 @@ def reward_config(args: Any) -> dict[str, Any]:
     """The simple form's ``config``: every flag of the run as a plain dict.
 
     Core fields and method flags (``extra``) side by side; ``prm_model_path`` defaults to
-    ``model_path`` when ``--prm-model-path`` / ``PRM_MODEL_PATH`` is not set. Built-in model
-    names (``builtin:...``) in both are resolved to their local Hugging Face folders, so
-    ``from_pretrained(config["prm_model_path"])`` works for them too.
+    ``model_path`` when ``--prm-model-path`` / ``PRM_MODEL_PATH`` is not set. Model names with a
+    registered scheme (``builtin:...``, :mod:`slime.models`) in both are resolved to their local
+    Hugging Face folders, so ``from_pretrained(config["prm_model_path"])`` works for them too.
     """
     if args is None:
         return {}
@@ -58,9 +63,9 @@ def reward_config(args: Any) -> dict[str, Any]:
     if not out.get("prm_model_path"):
         out["prm_model_path"] = out.get("model_path")
     for key in ("model_path", "prm_model_path"):
-        if isinstance(out.get(key), str) and out[key].startswith("builtin:"):
-            from openclaw_rl.models import resolve_model_path
-            out[key] = str(resolve_model_path(out[key]))
+        if isinstance(out.get(key), str):
+            from slime.models import resolve_model_path
+            out[key] = resolve_model_path(out[key])
     return out
 
 
@@ -147,8 +152,7 @@ class RewardPlugin:
         try:
             model = self.fn(reward_config(self.args))
         except Exception as exc:
-            raise PluginError(f"{self.name}: get_reward_model(config) raised {type(exc).__name__}: "
-                              f"{' '.join(str(exc).split())}") from exc
+            raise PluginError(f"{self.name}: get_reward_model(config) raised {error_line(exc, None)}") from exc
         if not callable(getattr(model, "score", None)):
             raise PluginError(f"{self.name}: get_reward_model(config) returned {type(model).__name__}; expected an "
                               f"object with score(prompt: str, response: str, next_state: str) -> float")
@@ -166,15 +170,12 @@ class RewardPlugin:
             value = value.item()
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
             expected = "a finite float" if self.convention == "simple" else "a finite float or {'reward': float}"
-            raise ValueError(f"{self.name} returned {' '.join(repr(out).split())[:200]}; expected {expected}")
+            raise ValueError(f"{self.name} returned {one_line(repr(out), 200)}; expected {expected}")
         details.pop("reward", None)
         return float(value), details
 
     async def _call(self, *call_args) -> Any:
-        if inspect.iscoroutinefunction(self.fn):
-            return await self.fn(*call_args)
-        out = await asyncio.to_thread(self.fn, *call_args)
-        return await out if inspect.isawaitable(out) else out
+        return await call_async(self.fn, *call_args)
 
     def _ensure_model(self) -> None:
         with self._build_lock:

@@ -5,43 +5,52 @@ Both follow slime (THUDM/slime, ``slime/rollout/sglang_rollout.py``):
 * ``generate_rollout(args, rollout_id, data_source, evaluation=False)`` returns the step's samples
   grouped per prompt, ``list[list[Sample]]`` (a flat ``list[Sample]`` is read as groups of one),
   optionally with metrics: ``(groups, metrics)``, or an object with ``.samples`` and ``.metrics``
-  (slime's ``RolloutFnTrainOutput``). Sync or ``async``. Default: the live-conversation rollout
-  (:data:`LIVE_ROLLOUT`), or with ``--prompt-data`` the prompt-dataset rollout
-  (:data:`PROMPT_ROLLOUT`), which is the one that calls the generate hook.
+  (slime's ``RolloutFnTrainOutput``). Sync or ``async``. Default: the rollout service's choice
+  for the config (:meth:`slime.hooks.RolloutService.default_rollout`; OpenClaw-RL's: live
+  conversations, or with ``--prompt-data`` the prompt-dataset rollout, which calls the generate
+  hook).
 * ``async generate(args, sample, sampling_params) -> Sample | list[Sample]``: generate one
   prompt's response (or several samples, e.g. an agent's turns). ``sample.prompt`` holds the
   prompt (text or chat messages), ``sample.label`` the dataset label; ``sampling_params`` is a dict
   ``temperature``, ``top_p``, ``max_new_tokens``, ``stop``. The returned samples must carry the
   exact token ids (``tokens`` = prompt + response, ``response_length``, ``rollout_log_probs``).
-  Default: :data:`DEFAULT_GENERATE`, through the intercept server, read back token-exactly from
-  the trajectory store.
+  Default: the rollout service's (:meth:`slime.hooks.RolloutService.default_generate`;
+  OpenClaw-RL's goes through the intercept server and reads the turn back token-exactly).
 """
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 from collections.abc import Callable
 from typing import Any
 
+from slime.calls import call_async
+from slime.hooks import RolloutChoice
 from slime.plugins import PluginError, check_parameters, check_return_annotation, load_function
 from slime.sample import Sample, SampleStatus
 
-__all__ = ["DEFAULT_GENERATE", "LIVE_ROLLOUT", "PROMPT_ROLLOUT", "call_generate", "load_generate_function",
-           "load_rollout_function", "normalize_rollout_output", "rollout_spec"]
+__all__ = ["GENERATE_FLAG", "ROLLOUT_FLAG", "call_generate", "load_generate_function", "load_rollout_function",
+           "normalize_rollout_output", "rollout_choice", "rollout_spec"]
 
 ROLLOUT_FLAG = "--rollout-function-path"
 GENERATE_FLAG = "--custom-generate-function-path"
-LIVE_ROLLOUT = "openclaw_rl.rollout.openclaw_rollout.generate_rollout"
-PROMPT_ROLLOUT = "openclaw_rl.rollout.prompt_rollout.generate_rollout"
-DEFAULT_GENERATE = "openclaw_rl.rollout.generate.generate"
+
+
+def rollout_choice(cfg: Any) -> RolloutChoice:
+    """The rollout of a run: ``--rollout-function-path`` (taken to yield groups and to call the
+    generate hook), else the rollout service's default for ``cfg``.
+
+    Raises:
+        ConfigError / PluginError: the rollout service does not load.
+    """
+    if cfg.rollout_function_path:
+        return RolloutChoice(cfg.rollout_function_path, groups=True, generates=True)
+    from slime.services import load_service_class
+    return load_service_class(getattr(cfg, "rollout_service", None)).default_rollout(cfg)
 
 
 def rollout_spec(cfg: Any) -> str:
-    """The rollout function of a run: the flag, else the prompt or the live rollout."""
-    if cfg.rollout_function_path:
-        return cfg.rollout_function_path
-    return PROMPT_ROLLOUT if getattr(cfg, "prompt_data", None) else LIVE_ROLLOUT
+    """The rollout function spec of a run (:func:`rollout_choice`)."""
+    return rollout_choice(cfg).spec
 
 
 def load_rollout_function(spec: str) -> Callable:
@@ -56,14 +65,14 @@ def load_rollout_function(spec: str) -> Callable:
     return fn
 
 
-def load_generate_function(spec: str | None) -> Callable:
-    """Load and check a generate function (default name ``generate``); ``None``: the default one.
+def load_generate_function(spec: str) -> Callable:
+    """Load and check a generate function (default name ``generate`` when a file names none).
 
     Raises:
         PluginError: missing file / function, parameters other than ``(args, sample,
             sampling_params)``, or a return annotation that is neither ``Sample`` nor a list.
     """
-    fn = load_function(spec or DEFAULT_GENERATE, GENERATE_FLAG, default_name="generate")
+    fn = load_function(spec, GENERATE_FLAG, default_name="generate")
     where = f"{GENERATE_FLAG} {spec}"
     check_parameters(fn, where, ("args", "sample", "sampling_params"))
     check_return_annotation(fn, where, (Sample, list, tuple), "a Sample or a list of Samples")
@@ -80,12 +89,7 @@ async def call_generate(fn: Callable, name: str, args: Any, sample: Sample, samp
         Exception: whatever the plugin raised; ``ValueError`` naming ``name`` for a result that
             is not a non-empty Sample / list of Samples, or a sample with an empty prompt.
     """
-    if inspect.iscoroutinefunction(fn):
-        out = await fn(args, sample, sampling_params)
-    else:
-        out = await asyncio.to_thread(fn, args, sample, sampling_params)
-        if inspect.isawaitable(out):
-            out = await out
+    out = await call_async(fn, args, sample, sampling_params)
     samples = out if isinstance(out, (list, tuple)) else [out]
     if not samples or not all(isinstance(s, Sample) for s in samples):
         raise ValueError(f"{name} returned {type(out).__name__}; expected a Sample or a non-empty list of Samples")

@@ -3,8 +3,8 @@
 A :class:`Sample` holds the exact token ids the inference engine consumed (prompt) and sampled
 (response), the sampling log-probs of the response tokens, the weight version that produced them,
 and everything judging adds later (reward, teacher log-probs, advantages). Nothing is
-re-tokenised to rebuild a sample (DESIGN.md invariant 1, "token in, token out"); plugins receive
-and return it (invariant 6).
+re-tokenised to rebuild a sample (docs/architecture.md, invariant 1, "token in, token out");
+plugins receive and return it (invariant 6).
 
 The field names follow slime's ``slime.utils.types.Sample`` (THUDM/slime) so slime-style plugins
 read naturally: ``tokens`` is prompt + response, ``response_length`` counts the trailing response
@@ -70,9 +70,15 @@ class Sample:
         weight_version: version of the policy weights that sampled the response (>= 0); staleness
             is the trainer's current version minus this.
         session_id / turn_id / turn_index: where the turn came from in the conversation store.
-        metadata: free JSON-safe dict (judge votes, next-state text, store id, ...).
+        metadata: free JSON-safe dict for plugins and methods (judge votes, next-state text, ...);
+            the trainer core reads nothing from it.
+        source_id: id of the record the sample was built from in its data source (the trajectory
+            store's row id), or None; increasing with recording order, so the largest trained one
+            is the checkpoint's data cursor.
         teacher_log_probs: optional per-response-token teacher log-probs (On-Policy Distillation),
             length ``R``.
+        teacher_topk_ids / teacher_topk_log_probs: optional teacher top-``K`` token ids and their
+            log-probs at each response position, ``[R][K]`` (top-K distillation); both or neither.
         advantages: optional per-response-token advantages, length ``R``; filled in by
             :mod:`slime.advantages`.
         prompt: the prompt as text or chat messages, when known (slime's ``Sample.prompt``;
@@ -98,7 +104,10 @@ class Sample:
     turn_id: str = ""
     turn_index: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
+    source_id: int | None = None
     teacher_log_probs: list[float] | None = None
+    teacher_topk_ids: list[list[int]] | None = None
+    teacher_topk_log_probs: list[list[float]] | None = None
     advantages: list[float] | None = None
     prompt: str | list[dict[str, Any]] | None = None
     response: str = ""
@@ -113,6 +122,11 @@ class Sample:
             self.loss_mask = [int(x) for x in self.loss_mask]
         if self.teacher_log_probs is not None:
             self.teacher_log_probs = [float(x) for x in self.teacher_log_probs]
+        if self.teacher_topk_ids is not None:
+            self.teacher_topk_ids = [[_as_int("teacher_topk_ids", i, t) for t in row]
+                                     for i, row in enumerate(self.teacher_topk_ids)]
+        if self.teacher_topk_log_probs is not None:
+            self.teacher_topk_log_probs = [[float(x) for x in row] for row in self.teacher_topk_log_probs]
         if self.advantages is not None:
             self.advantages = [float(x) for x in self.advantages]
         if not isinstance(self.status, SampleStatus):
@@ -174,6 +188,9 @@ class Sample:
             if len(values) != n:
                 raise ValueError(f"len({name})={len(values)} != response_length={n}")
             _check_finite_floats(name, values)
+        self._validate_topk(n)
+        if self.source_id is not None and (isinstance(self.source_id, bool) or not isinstance(self.source_id, int)):
+            raise ValueError(f"source_id must be an int or None, got {self.source_id!r}")
         if self.reward is not None and not math.isfinite(self.reward):
             raise ValueError(f"reward must be finite or None, got {self.reward!r}")
         if isinstance(self.weight_version, bool) or not isinstance(self.weight_version, int) or self.weight_version < 0:
@@ -182,6 +199,20 @@ class Sample:
             raise ValueError(f"turn_index must be an int >= 0, got {self.turn_index!r}")
         if not isinstance(self.metadata, dict):
             raise ValueError(f"metadata must be a dict, got {type(self.metadata).__name__}")
+
+    def _validate_topk(self, n: int) -> None:
+        ids, lps = self.teacher_topk_ids, self.teacher_topk_log_probs
+        if ids is None and lps is None:
+            return
+        if ids is None or lps is None:
+            raise ValueError("teacher_topk_ids and teacher_topk_log_probs must be set together")
+        if len(ids) != n or len(lps) != n:
+            raise ValueError(f"teacher top-K must have response_length={n} rows, got {len(ids)} and {len(lps)}")
+        k = len(ids[0]) if ids else 0
+        if any(len(r) != k for r in ids) or any(len(r) != k for r in lps) or (n and k < 1):
+            raise ValueError("teacher top-K rows must all have the same K >= 1 ids and log-probs")
+        for row in lps:
+            _check_finite_floats("teacher_topk_log_probs", row)
 
     # ------------------------------------------------------------------ serialisation
     def to_dict(self) -> dict[str, Any]:

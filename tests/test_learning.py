@@ -12,8 +12,8 @@ import pytest
 import ray
 
 from openclaw_rl.server.launcher import free_port
-from slime.arguments import parse_args
-from slime.train import default_arg_adders, train
+from slime.run_args import parse_run_args
+from slime.train import train
 
 pytestmark = pytest.mark.ray
 
@@ -43,13 +43,13 @@ def _traffic(port: int, stop: threading.Event, failures: list) -> None:
 
 def test_mean_reward_rises_with_a_deterministic_reward(tmp_path):
     port = free_port()
-    cfg = parse_args([
+    cfg = parse_run_args([
         "--model-path", "builtin:tiny-qwen3", "--num-rollout", "30", "--rollout-batch-size", "8",
         "--advantage-estimator", "broadcast", "--lr", "5e-2", "--adam-beta2", "0.99",
         "--custom-rm-path", "tests/plugins/low_ids_reward.py", "--rl-buffer-dir", str(tmp_path / "buf"),
         "--save", str(tmp_path / "ckpt"), "--save-interval", "10", "--log-dir", str(tmp_path / "logs"),
         "--port", str(port), "--api-key", "sk-learn", "--rollout-max-response-len", "8",
-        "--max-staleness", "1"], extra_arg_adders=default_arg_adders())
+        "--max-staleness", "1"])
     stop, failures = threading.Event(), []
     driver = threading.Thread(target=_traffic, args=(port, stop, failures), daemon=True)
     driver.start()

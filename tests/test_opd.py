@@ -222,8 +222,8 @@ def test_combine_normalises_each_branch_over_its_own_tokens():
     # a mixed batch (some samples without a teacher) collates; teacher rows are 0 where absent
     from slime.batch import collate_samples
     batch = collate_samples([both, rl])
-    assert batch.teacher_logprobs_B_L[0, 1:].tolist() == [-1.0, -2.0]
-    assert batch.teacher_logprobs_B_L[1].tolist() == [0.0, 0.0, 0.0]
+    assert batch.teacher_logprobs_B_T[0, 1:].tolist() == [-1.0, -2.0]
+    assert batch.teacher_logprobs_B_T[1].tolist() == [0.0, 0.0, 0.0]
     assert m["combine/opd_contrib"] > 0 and m["combine/rl_contrib"] > 0
 
 
@@ -331,11 +331,13 @@ def test_bad_opd_flags_are_one_line_errors(argv, env, message, monkeypatch, caps
 
 
 def test_combine_weights_from_env(monkeypatch):
-    from openclaw_rl.rollout.args import combine_weights
+    from slime.run_args import parse_run_args
 
     monkeypatch.setenv("OPENCLAW_COMBINE_W_OPD", "0.25")
-    assert combine_weights({"combine_w_opd": None, "combine_w_rl": None}) == (0.25, 1.0)
-    assert combine_weights({"combine_w_opd": 2.0, "combine_w_rl": 0.0}) == (2.0, 0.0)
+    cfg = parse_run_args(["--advantage-estimator", "combine"])
+    assert (cfg.combine_w_opd, cfg.combine_w_rl) == (0.25, 1.0)
+    cfg = parse_run_args(["--advantage-estimator", "combine", "--combine-w-opd", "2.0", "--combine-w-rl", "0"])
+    assert (cfg.combine_w_opd, cfg.combine_w_rl) == (2.0, 0.0)  # an explicit flag beats its env fallback
 
 
 def test_root_cause_line_finds_the_innermost_error():

@@ -59,6 +59,6 @@ def test_topk_distillation_step_lowers_the_topk_kl():
         return opd_advantages(score_teacher(backend, [s], "base", topk=8))[0][0]
 
     s0 = sample()
-    assert len(s0.metadata["teacher_topk_ids"]) == len(resp) and len(s0.metadata["teacher_topk_ids"][0]) == 8
+    assert len(s0.teacher_topk_ids) == len(resp) and len(s0.teacher_topk_ids[0]) == 8
     kls = [backend.train_step([sample()])["topk_kl"] for _ in range(6)]
     assert all(math.isfinite(k) for k in kls) and kls[-1] < kls[0]

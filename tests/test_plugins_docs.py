@@ -17,7 +17,7 @@ from slime.backend import TrainingBackend
 from slime.loss_plugins import load_loss_plugin
 from slime.plugin_check import check_plugins
 from slime.sample import Sample
-from slime.train import default_arg_adders
+from slime.run_args import parse_run_args
 from tests.support.tiny_classifier import positive_probability
 
 REPO = Path(__file__).resolve().parent.parent
@@ -49,8 +49,8 @@ def test_readme_custom_loss_trains_the_tiny_model(tmp_path):
 
 def test_readme_custom_rm_scores_with_a_classifier(tiny_classifier, tmp_path):
     spec = _readme_file(tmp_path, "custom_rm.py")
-    cfg = parse_args(["--model-path", "builtin:tiny-qwen3", "--prm-model-path", str(tiny_classifier),
-                      "--num-judge-workers", "1"], extra_arg_adders=default_arg_adders())
+    cfg = parse_run_args(["--model-path", "builtin:tiny-qwen3", "--prm-model-path", str(tiny_classifier),
+                      "--num-judge-workers", "1"])
     judge = CustomRewardJudge(spec, cfg)
     store = TrajectoryStore(tmp_path / "buf")
     store.touch_session("s", "test")

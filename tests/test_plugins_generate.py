@@ -7,7 +7,6 @@ import dataclasses
 import json
 import logging
 import textwrap
-import types
 
 import pytest
 import ray
@@ -15,24 +14,23 @@ import ray
 from openclaw_rl.capture.store import TrajectoryStore
 from openclaw_rl.rollout.prompt_rollout import generate_rollout, load_prompts
 from openclaw_rl.server.launcher import free_port
-from slime.arguments import parse_args
 from slime.plugin_check import check_plugins
 from slime.plugin_failures import PluginFailureError
 from slime.plugins import PluginError
 from slime.sample import SampleStatus
-from slime.train import default_arg_adders, train
+from slime.run_args import parse_run_args
+from slime.train import train
 
 PROMPTS = "examples/plugins/prompts.jsonl"
 REWARD = "examples/plugins/slime_reward.py"
 
 
 def _args(server, *extra):
-    cfg = parse_args(["--model-path", "builtin:tiny-qwen3", "--prompt-data", PROMPTS, "--custom-rm-path", REWARD,
+    cfg = parse_run_args(["--model-path", "builtin:tiny-qwen3", "--prompt-data", PROMPTS, "--custom-rm-path", REWARD,
                       "--rollout-batch-size", "2", "--n-samples-per-prompt", "2", "--rollout-max-response-len", "6",
-                      *extra], extra_arg_adders=default_arg_adders())
-    extra_map = {**cfg.extra, "server_url": server.base_url, "rl_buffer_dir": str(server.buffer_dir),
-                 "api_key": server.api_key}
-    return dataclasses.replace(cfg, extra=types.MappingProxyType(extra_map))
+                      *extra])
+    return cfg.with_section_values("service", server_url=server.base_url, rl_buffer_dir=str(server.buffer_dir),
+                                   api_key=server.api_key)
 
 
 def _plugin(tmp_path, body: str, name: str) -> str:
@@ -112,7 +110,7 @@ def test_failing_reward_marks_samples(tiny_server, tmp_path):
 
 def test_start_up_checks_of_the_generate_hook(tmp_path):
     def cfg(*extra):
-        return parse_args(["--model-path", "builtin:tiny-qwen3", *extra], extra_arg_adders=default_arg_adders())
+        return parse_run_args(["--model-path", "builtin:tiny-qwen3", *extra])
 
     with pytest.raises(PluginError, match="needs a rollout that generates"):
         check_plugins(cfg("--custom-generate-function-path", "examples/plugins/custom_generate.py"))
@@ -133,13 +131,13 @@ def test_start_up_checks_of_the_generate_hook(tmp_path):
 @pytest.mark.slow
 def test_one_prompt_step_with_all_plugins_on_ray(tmp_path):
     """Prompt rollout + custom generate + slime reward + simple loss, one step through the Ray actors."""
-    cfg = parse_args([
+    cfg = parse_run_args([
         "--model-path", "builtin:tiny-qwen3", "--num-rollout", "1", "--rollout-batch-size", "2",
         "--n-samples-per-prompt", "2", "--rollout-max-response-len", "6", "--advantage-estimator", "grpo",
         "--prompt-data", PROMPTS, "--custom-generate-function-path", "examples/plugins/custom_generate.py",
         "--custom-rm-path", REWARD, "--custom-loss-function-path", "examples/method-template/custom_loss.py",
         "--rl-buffer-dir", str(tmp_path / "buf"), "--save", str(tmp_path / "ckpt"), "--log-dir", str(tmp_path / "logs"),
-        "--port", str(free_port()), "--api-key", "sk-gen", "--lr", "1e-3"], extra_arg_adders=default_arg_adders())
+        "--port", str(free_port()), "--api-key", "sk-gen", "--lr", "1e-3"])
     check_plugins(cfg)
     try:
         summary = train(cfg)

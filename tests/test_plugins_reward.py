@@ -14,12 +14,11 @@ from openclaw_rl.capture.store import TrajectoryStore, TurnRecord
 from openclaw_rl.rollout.custom_rm import CustomRewardJudge, turn_sample
 from openclaw_rl.rollout.data_source import StoreDataSource
 from openclaw_rl.rollout.judge_loop import JudgeLoop
-from slime.arguments import parse_args
 from slime.plugin_check import check_plugins
 from slime.plugin_failures import FailureBudget, PluginFailureError
 from slime.plugins import PluginError
 from slime.reward_plugins import RewardPlugin, reward_config, reward_texts
-from slime.train import default_arg_adders
+from slime.run_args import parse_run_args
 from tests.support.tiny_classifier import positive_probability
 
 SIMPLE_RM = "examples/method-template/custom_rm.py"
@@ -27,7 +26,7 @@ SLIME_RM = "examples/plugins/slime_reward.py"
 
 
 def _cfg(*extra):
-    return parse_args(["--model-path", "builtin:tiny-qwen3", *extra], extra_arg_adders=default_arg_adders())
+    return parse_run_args(["--model-path", "builtin:tiny-qwen3", *extra])
 
 
 def _turns(store: TrajectoryStore, n: int, next_state: str | None = "thanks, perfect") -> list[TurnRecord]:

@@ -13,10 +13,10 @@ from openclaw_rl.rollout.data_source import StoreDataSource
 from openclaw_rl.rollout.judge_loop import JudgeLoop, JudgeResult
 from slime.arguments import parse_args
 from slime.plugins import PluginError
-from slime.rollout_plugins import (LIVE_ROLLOUT, PROMPT_ROLLOUT, load_rollout_function, normalize_rollout_output,
-                                   rollout_spec)
+from openclaw_rl.rollout.service import LIVE_ROLLOUT, PROMPT_ROLLOUT
+from slime.rollout_plugins import load_rollout_function, normalize_rollout_output, rollout_spec
 from slime.sample import Sample
-from slime.train import default_arg_adders
+from slime.run_args import parse_run_args
 
 
 class _Reward:
@@ -35,9 +35,8 @@ def test_example_rollout_wraps_the_live_rollout(tmp_path):
                                         response_text="r", finish_reason=finish, weight_version=0))
         store.set_next_state(rec.id, "ok", "user")
     asyncio.run(JudgeLoop(store, _Reward()).judge_once(limit=3))
-    cfg = parse_args(["--rollout-batch-size", "3", "--rollout-timeout-s", "5",
-                      "--rollout-function-path", "examples/plugins/custom_rollout.py"],
-                     extra_arg_adders=default_arg_adders())
+    cfg = parse_run_args(["--rollout-batch-size", "3", "--rollout-timeout-s", "5",
+                      "--rollout-function-path", "examples/plugins/custom_rollout.py"])
     fn = load_rollout_function(rollout_spec(cfg))
     groups, metrics = normalize_rollout_output(fn(cfg, 0, StoreDataSource(store)), cfg.rollout_function_path)
     assert [len(g) for g in groups] == [1, 1] and metrics["rollout/truncated_dropped"] == 1

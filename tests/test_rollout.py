@@ -14,9 +14,8 @@ from openclaw_rl.rollout.judge_loop import JudgeLoop, JudgeResult
 from openclaw_rl.rollout.openclaw_rollout import generate_rollout
 from openclaw_rl.rollout.samples import UntokenizedTurnError, turn_to_sample
 from openclaw_rl.rollout.service import PRMTurnJudge
-from slime.arguments import parse_args
 from slime.plugins import PluginError
-from slime.train import default_arg_adders
+from slime.run_args import parse_run_args
 
 
 def _turn(store: TrajectoryStore, sid: str, version: int = 0, next_state: str | None = "thanks",
@@ -50,7 +49,7 @@ def test_turn_to_sample_is_token_exact(tmp_path):
     s = turn_to_sample(turn, 1.0, True)
     assert s.tokens == [1, 2, 3, 7, 8, 9] and s.response_length == 3 and s.prompt_length == 3
     assert s.rollout_log_probs == [-0.5] * 3 and s.loss_mask == [1, 1, 1]
-    assert s.weight_version == 3 and s.metadata["store_id"] == turn.id
+    assert s.weight_version == 3 and s.source_id == turn.id
     assert turn_to_sample(turn, None, False).loss_mask == [0, 0, 0]
     turn.response_ids = []
     with pytest.raises(UntokenizedTurnError):
@@ -115,7 +114,7 @@ def test_recover_trains_each_turn_exactly_once(tmp_path):
 
 
 def test_custom_rm_plugin_and_errors(tmp_path):
-    cfg = parse_args(["--model-path", "builtin:tiny-qwen3"], extra_arg_adders=default_arg_adders())
+    cfg = parse_run_args(["--model-path", "builtin:tiny-qwen3"])
     store = TrajectoryStore(tmp_path)
     turn = _turn(store, "x", response=(1, 200000 // 2, 5))
     judge = CustomRewardJudge("tests/plugins/low_ids_reward.py", cfg)
@@ -135,7 +134,7 @@ def test_prm_judge_skips_turns_without_next_state(tmp_path):
 
 
 def test_generate_rollout_groups_and_metrics(tmp_path):
-    cfg = parse_args(["--rollout-batch-size", "2", "--rollout-timeout-s", "5"], extra_arg_adders=default_arg_adders())
+    cfg = parse_run_args(["--rollout-batch-size", "2", "--rollout-timeout-s", "5"])
     store = TrajectoryStore(tmp_path)
     for sid in ("p", "n"):
         _turn(store, sid, version=0)

@@ -25,7 +25,7 @@ import math
 from pathlib import Path
 from typing import IO, Iterable
 
-from openclaw_rl.capture.store import TrajectoryStore, TurnRecord
+from openclaw_rl.capture.store import TrajectoryStore, TurnRecord, TurnType
 
 
 class SessionFormatError(ValueError):
@@ -95,8 +95,8 @@ def _float_list(value, name: str, where: str) -> list[float]:
 def _turn_from_dict(sid: str, d: dict, where: str) -> TurnRecord:
     if not isinstance(d, dict) or "prompt" not in d or "response" not in d:
         raise SessionFormatError(f"{where}: a turn needs 'prompt' and 'response'")
-    ttype = d.get("type", "main" if d.get("trainable", True) else "side")
-    if ttype not in ("main", "side"):
+    ttype = d.get("type", TurnType.MAIN if d.get("trainable", True) else TurnType.SIDE)
+    if ttype not in tuple(TurnType):
         raise SessionFormatError(f"{where}: 'type' must be 'main' or 'side', got {ttype!r}")
     prompt = d["prompt"]
     if not isinstance(prompt, (str, list)) or not isinstance(d["response"], str):
@@ -167,7 +167,7 @@ def import_sessions(store: TrajectoryStore, path_or_sessions) -> tuple[int, int]
         store.touch_session(sid, "import")
         for rec in turns:
             saved = store.add_turn(rec)
-            if saved.turn_type == "main":  # an imported turn is complete: ready for judging
+            if saved.turn_type == TurnType.MAIN:  # an imported turn is complete: ready for judging
                 store.finalize_turn(saved.id)
             n_turns += 1
         store.close_session(sid)

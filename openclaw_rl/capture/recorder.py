@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from openclaw_rl.capture.sessions import Attribution, attribute, extract_next_state, reply_fingerprint
-from openclaw_rl.capture.store import AWAITING_NEXT, TrajectoryStore, TurnRecord
+from openclaw_rl.capture.store import AWAITING_NEXT, TrajectoryStore, TurnRecord, TurnType
 from openclaw_rl.capture.turn_rules import TurnRules
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ class Recorder:
         """Link the previous main turn's next state and check token continuity against it (for a
         main turn, and for a side request that closes the session with ``X-Session-Done``: a
         client's last reaction is the next state of the session's last reply)."""
-        if attr.turn_type == "main":
+        if attr.turn_type == TurnType.MAIN:
             return await asyncio.to_thread(self._link_previous, attr, messages, prompt_ids)
         if attr.done:  # a closing side request still carries the reaction to the session's last reply
             await asyncio.to_thread(self._link_previous, attr, messages, prompt_ids)

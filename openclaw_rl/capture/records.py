@@ -1,83 +1,155 @@
-"""The stored form of a turn: the SQLite schema, the status names and :class:`TurnRecord`."""
+"""The stored form of a turn: the vocabularies, the table declarations and :class:`TurnRecord`.
+
+Every column of the store is declared once (:data:`TABLES`); the ``CREATE TABLE`` statements
+(:data:`SCHEMA`), the in-place migration of columns added after the first release
+(:func:`migrations`), the ``INSERT`` of a new turn (:func:`insert_turn_sql`) and the mapping of a
+row back to a :class:`TurnRecord` (:func:`row_to_record`) are all derived from it.
+"""
 
 from __future__ import annotations
 
+import enum
 import json
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS sessions (
-    session_id TEXT PRIMARY KEY,
-    source TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    last_activity REAL NOT NULL,
-    closed INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS turns (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    turn_uid TEXT NOT NULL UNIQUE,
-    session_id TEXT NOT NULL REFERENCES sessions(session_id),
-    turn_index INTEGER NOT NULL,
-    turn_type TEXT NOT NULL CHECK (turn_type IN ('main', 'side')),
-    status TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    model TEXT,
-    messages_json TEXT NOT NULL,
-    tools_json TEXT,
-    prompt_text TEXT NOT NULL,
-    prompt_ids TEXT NOT NULL,
-    response_ids TEXT NOT NULL,
-    response_logprobs TEXT NOT NULL,
-    response_text TEXT NOT NULL,
-    reasoning_content TEXT,
-    tool_calls_json TEXT,
-    finish_reason TEXT NOT NULL,
-    weight_version INTEGER NOT NULL,
-    next_state TEXT,
-    next_state_role TEXT,
-    next_state_at REAL,
-    prefix_ok INTEGER,
-    prefix_break_at INTEGER,
-    side_reason TEXT,
-    claimed_by TEXT,
-    claimed_at REAL,
-    temperature REAL,
-    top_p REAL,
-    trained_step INTEGER
-);
-CREATE INDEX IF NOT EXISTS turns_session ON turns(session_id, turn_index);
-CREATE INDEX IF NOT EXISTS turns_status ON turns(status, id);
-CREATE TABLE IF NOT EXISTS judgements (
-    turn_id INTEGER PRIMARY KEY REFERENCES turns(id),
-    method TEXT NOT NULL,
-    reward REAL,
-    trainable INTEGER NOT NULL,
-    details_json TEXT,
-    created_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS continuations (
-    fingerprint TEXT PRIMARY KEY,
-    session_id TEXT NOT NULL,
-    turn_id INTEGER NOT NULL
-);
-"""
+__all__ = ["ADDED_COLUMNS", "AWAITING_NEXT", "CLAIMED", "JUDGED", "JUDGING", "READY", "SCHEMA", "SIDE", "SKIPPED",
+           "TABLES", "TRAINED", "TURN_COLUMNS", "Column", "Table", "TurnRecord", "TurnStatus", "TurnType", "dumps",
+           "insert_turn_sql", "migrations", "row_to_record", "turn_insert_values"]
 
-#: statuses of a turn's life cycle: main turns go awaiting_next -> ready -> judging ->
-#: judged | skipped (not trainable: verdict 0, no next state) -> claimed -> trained.
-AWAITING_NEXT, READY, CLAIMED, TRAINED, SIDE = "awaiting_next", "ready", "claimed", "trained", "side"
-JUDGING, JUDGED, SKIPPED = "judging", "judged", "skipped"
-#: columns added after the first release, migrated in place on open
-ADDED_COLUMNS = {"temperature": "REAL", "top_p": "REAL", "trained_step": "INTEGER"}
+
+class TurnType(enum.StrEnum):
+    """A turn is ``main`` (trainable: the agent answering its user) or ``side`` (housekeeping,
+    evaluation, generate-hook requests: stored, never trained)."""
+
+    MAIN = "main"
+    SIDE = "side"
+
+
+class TurnStatus(enum.StrEnum):
+    """Life cycle of a stored turn: main turns go ``awaiting_next -> ready -> judging -> judged |
+    skipped`` (not trainable: verdict 0, no next state) ``-> claimed -> trained``; side turns stay
+    ``side``."""
+
+    AWAITING_NEXT = "awaiting_next"
+    READY = "ready"
+    JUDGING = "judging"
+    JUDGED = "judged"
+    SKIPPED = "skipped"
+    CLAIMED = "claimed"
+    TRAINED = "trained"
+    SIDE = "side"
+
+
+# the statuses under their short names (the store's and callers' spelling)
+AWAITING_NEXT, READY, CLAIMED, TRAINED, SIDE = (TurnStatus.AWAITING_NEXT, TurnStatus.READY, TurnStatus.CLAIMED,
+                                                 TurnStatus.TRAINED, TurnStatus.SIDE)
+JUDGING, JUDGED, SKIPPED = TurnStatus.JUDGING, TurnStatus.JUDGED, TurnStatus.SKIPPED
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column.
+
+    name: SQL name. sql: type and constraints. attr: the :class:`TurnRecord` attribute it maps
+    to (None: store bookkeeping only, never on the record). codec: how the attribute is stored
+    (``json`` text, ``bool`` as 0/1, else as is). added: added after the first release (an older
+    database gets it with ``ALTER TABLE ... ADD COLUMN``). inserted: written when a turn is added.
+    """
+
+    name: str
+    sql: str
+    attr: str | None = None
+    codec: Literal["plain", "json", "bool"] = "plain"
+    added: bool = False
+    inserted: bool = True
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table: its columns and extra ``CREATE`` statements (indexes)."""
+
+    name: str
+    columns: tuple[Column, ...]
+    indexes: tuple[str, ...] = ()
+
+    def create_sql(self) -> str:
+        """``CREATE TABLE IF NOT EXISTS`` plus the indexes."""
+        cols = ",\n    ".join(f"{c.name} {c.sql}" for c in self.columns)
+        return "\n".join([f"CREATE TABLE IF NOT EXISTS {self.name} (\n    {cols}\n);", *self.indexes])
+
+
+_TURN_TYPES = ", ".join(f"'{t.value}'" for t in TurnType)
+
+TURN_COLUMNS: tuple[Column, ...] = (
+    Column("id", "INTEGER PRIMARY KEY AUTOINCREMENT", "id", inserted=False),
+    Column("turn_uid", "TEXT NOT NULL UNIQUE", "turn_uid"),
+    Column("session_id", "TEXT NOT NULL REFERENCES sessions(session_id)", "session_id"),
+    Column("turn_index", "INTEGER NOT NULL", "turn_index"),
+    Column("turn_type", f"TEXT NOT NULL CHECK (turn_type IN ({_TURN_TYPES}))", "turn_type"),
+    Column("status", "TEXT NOT NULL", "status"),
+    Column("created_at", "REAL NOT NULL", "created_at"),
+    Column("model", "TEXT", "model"),
+    Column("messages_json", "TEXT NOT NULL", "messages", "json"),
+    Column("tools_json", "TEXT", "tools", "json"),
+    Column("prompt_text", "TEXT NOT NULL", "prompt_text"),
+    Column("prompt_ids", "TEXT NOT NULL", "prompt_ids", "json"),
+    Column("response_ids", "TEXT NOT NULL", "response_ids", "json"),
+    Column("response_logprobs", "TEXT NOT NULL", "response_logprobs", "json"),
+    Column("response_text", "TEXT NOT NULL", "response_text"),
+    Column("reasoning_content", "TEXT", "reasoning_content"),
+    Column("tool_calls_json", "TEXT", "tool_calls", "json"),
+    Column("finish_reason", "TEXT NOT NULL", "finish_reason"),
+    Column("weight_version", "INTEGER NOT NULL", "weight_version"),
+    Column("next_state", "TEXT", "next_state"),
+    Column("next_state_role", "TEXT", "next_state_role"),
+    Column("next_state_at", "REAL", inserted=False),
+    Column("prefix_ok", "INTEGER", "prefix_ok", "bool"),
+    Column("prefix_break_at", "INTEGER", "prefix_break_at"),
+    Column("side_reason", "TEXT", "side_reason"),
+    Column("claimed_by", "TEXT", inserted=False),
+    Column("claimed_at", "REAL", inserted=False),
+    Column("temperature", "REAL", "temperature", added=True),
+    Column("top_p", "REAL", "top_p", added=True),
+    Column("trained_step", "INTEGER", added=True, inserted=False),
+)
+
+TABLES: tuple[Table, ...] = (
+    Table("sessions", (Column("session_id", "TEXT PRIMARY KEY"), Column("source", "TEXT NOT NULL"),
+                       Column("created_at", "REAL NOT NULL"), Column("last_activity", "REAL NOT NULL"),
+                       Column("closed", "INTEGER NOT NULL DEFAULT 0"))),
+    Table("turns", TURN_COLUMNS, ("CREATE INDEX IF NOT EXISTS turns_session ON turns(session_id, turn_index);",
+                                  "CREATE INDEX IF NOT EXISTS turns_status ON turns(status, id);")),
+    Table("judgements", (Column("turn_id", "INTEGER PRIMARY KEY REFERENCES turns(id)"),
+                         Column("method", "TEXT NOT NULL"), Column("reward", "REAL"),
+                         Column("trainable", "INTEGER NOT NULL"), Column("details_json", "TEXT"),
+                         Column("created_at", "REAL NOT NULL"))),
+    Table("continuations", (Column("fingerprint", "TEXT PRIMARY KEY"), Column("session_id", "TEXT NOT NULL"),
+                            Column("turn_id", "INTEGER NOT NULL"))),
+)
+
+#: the whole schema, derived from :data:`TABLES`
+SCHEMA = "\n".join(t.create_sql() for t in TABLES)
+#: turn columns added after the first release, ``name -> SQL type`` (migrated in place on open)
+ADDED_COLUMNS = {c.name: c.sql for c in TURN_COLUMNS if c.added}
+
+
+def migrations(table: str, have: Iterable[str]) -> list[str]:
+    """``ALTER TABLE`` statements adding the declared ``added`` columns of ``table`` missing from
+    ``have`` (the column names an existing database has)."""
+    have = set(have)
+    (decl,) = [t for t in TABLES if t.name == table]
+    return [f"ALTER TABLE {table} ADD COLUMN {c.name} {c.sql}" for c in decl.columns if c.added and c.name not in have]
 
 
 @dataclass
 class TurnRecord:
-    """One served turn, as stored (see the ``turns`` table for the columns)."""
+    """One served turn, as stored (see :data:`TURN_COLUMNS` for the columns)."""
 
     session_id: str
-    turn_type: str
+    turn_type: TurnType
     messages: list[dict]
     prompt_text: str
     prompt_ids: list[int]
@@ -99,16 +171,22 @@ class TurnRecord:
     # filled by the store
     id: int | None = None
     turn_index: int | None = None
-    status: str | None = None
+    status: TurnStatus | None = None
     created_at: float | None = None
     next_state: str | None = None
     next_state_role: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        """Normalise ``turn_type`` / ``status`` to their enums; ``ValueError`` for another value."""
+        self.turn_type = TurnType(self.turn_type)
+        if self.status is not None:
+            self.status = TurnStatus(self.status)
+
     @property
     def trainable(self) -> bool:
         """Main turns are trainable; side turns never are."""
-        return self.turn_type == "main"
+        return self.turn_type == TurnType.MAIN
 
 
 def dumps(obj) -> str | None:
@@ -116,19 +194,38 @@ def dumps(obj) -> str | None:
     return None if obj is None else json.dumps(obj, ensure_ascii=False)
 
 
+_INSERTED = tuple(c for c in TURN_COLUMNS if c.inserted)
+
+
+def insert_turn_sql() -> str:
+    """``INSERT INTO turns(<inserted columns>) VALUES (?, ...)``."""
+    return (f"INSERT INTO turns({', '.join(c.name for c in _INSERTED)}) "
+            f"VALUES ({', '.join('?' for _ in _INSERTED)})")
+
+
+def _encode(c: Column, value: Any) -> Any:
+    if c.codec == "json":
+        return dumps(value)
+    if c.codec == "bool":
+        return None if value is None else int(value)
+    return value
+
+
+def turn_insert_values(rec: TurnRecord) -> tuple:
+    """The values of :func:`insert_turn_sql` for ``rec``, in column order."""
+    return tuple(_encode(c, getattr(rec, c.attr)) for c in _INSERTED)  # type: ignore[arg-type]
+
+
+def _decode(c: Column, value: Any) -> Any:
+    if value is None:
+        return None
+    if c.codec == "json":
+        return json.loads(value)
+    if c.codec == "bool":
+        return bool(value)
+    return value
+
+
 def row_to_record(row: sqlite3.Row) -> TurnRecord:
-    """A ``turns`` row as a :class:`TurnRecord`."""
-    loads = lambda s: None if s is None else json.loads(s)  # noqa: E731
-    return TurnRecord(
-        id=row["id"], turn_uid=row["turn_uid"], session_id=row["session_id"],
-        turn_index=row["turn_index"], turn_type=row["turn_type"], status=row["status"],
-        created_at=row["created_at"], model=row["model"], messages=loads(row["messages_json"]),
-        tools=loads(row["tools_json"]), prompt_text=row["prompt_text"],
-        prompt_ids=loads(row["prompt_ids"]), response_ids=loads(row["response_ids"]),
-        response_logprobs=loads(row["response_logprobs"]), response_text=row["response_text"],
-        reasoning_content=row["reasoning_content"], tool_calls=loads(row["tool_calls_json"]),
-        finish_reason=row["finish_reason"], weight_version=row["weight_version"],
-        next_state=row["next_state"], next_state_role=row["next_state_role"],
-        prefix_ok=None if row["prefix_ok"] is None else bool(row["prefix_ok"]),
-        prefix_break_at=row["prefix_break_at"], side_reason=row["side_reason"],
-        temperature=row["temperature"], top_p=row["top_p"])
+    """A ``turns`` row as a :class:`TurnRecord` (every column with an ``attr``)."""
+    return TurnRecord(**{c.attr: _decode(c, row[c.name]) for c in TURN_COLUMNS if c.attr is not None})

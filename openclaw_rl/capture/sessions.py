@@ -1,7 +1,7 @@
 """Session attribution and next-state extraction for stock clients.
 
 A client that sends no special header still gets its turns grouped into sessions. The first
-rule that applies decides (DESIGN.md invariant 2):
+rule that applies decides (docs/architecture.md, invariant 2):
 
 1. ``X-Session-Id`` header or ``session_id`` body field (``header``);
 2. ``prompt_cache_key`` (``prompt_cache_key``);

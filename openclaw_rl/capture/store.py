@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Iterable
 
 from openclaw_rl.capture.records import (ADDED_COLUMNS, AWAITING_NEXT, CLAIMED, JUDGED,  # noqa: F401 (re-exported)
-                                         JUDGING, READY, SCHEMA, SIDE, SKIPPED, TRAINED, TurnRecord,
-                                         dumps as _dumps, row_to_record as _row_to_record)
+                                         JUDGING, READY, SCHEMA, SIDE, SKIPPED, TRAINED, TurnRecord, TurnStatus,
+                                         TurnType, dumps as _dumps, insert_turn_sql, migrations,
+                                         row_to_record as _row_to_record, turn_insert_values)
 
 class TrajectoryStore:
     """SQLite-backed store of sessions and turns.
@@ -45,10 +46,8 @@ class TrajectoryStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(SCHEMA)
-        have = {r[1] for r in self._db.execute("PRAGMA table_info(turns)")}
-        for col, kind in ADDED_COLUMNS.items():
-            if col not in have:
-                self._db.execute(f"ALTER TABLE turns ADD COLUMN {col} {kind}")
+        for statement in migrations("turns", (r[1] for r in self._db.execute("PRAGMA table_info(turns)"))):
+            self._db.execute(statement)
 
     def close(self) -> None:
         """Close the connection (the WAL is checkpointed by SQLite)."""
@@ -103,23 +102,10 @@ class TrajectoryStore:
         with self._tx() as db:
             (n,) = db.execute("SELECT COUNT(*) FROM turns WHERE session_id=?", (rec.session_id,)).fetchone()
             rec.turn_index = n
-            rec.status = AWAITING_NEXT if rec.turn_type == "main" else SIDE
+            rec.status = AWAITING_NEXT if rec.turn_type == TurnType.MAIN else SIDE
             rec.created_at = now
             rec.turn_uid = rec.turn_uid or f"{rec.session_id}:{n}"
-            cur = db.execute(
-                "INSERT INTO turns(turn_uid, session_id, turn_index, turn_type, status, created_at, "
-                "model, messages_json, tools_json, prompt_text, prompt_ids, response_ids, "
-                "response_logprobs, response_text, reasoning_content, tool_calls_json, "
-                "finish_reason, weight_version, prefix_ok, prefix_break_at, side_reason, "
-                "next_state, next_state_role, temperature, top_p) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (rec.turn_uid, rec.session_id, n, rec.turn_type, rec.status, now, rec.model,
-                 _dumps(rec.messages), _dumps(rec.tools), rec.prompt_text, _dumps(rec.prompt_ids),
-                 _dumps(rec.response_ids), _dumps(rec.response_logprobs), rec.response_text,
-                 rec.reasoning_content, _dumps(rec.tool_calls), rec.finish_reason,
-                 rec.weight_version, None if rec.prefix_ok is None else int(rec.prefix_ok),
-                 rec.prefix_break_at, rec.side_reason, rec.next_state, rec.next_state_role,
-                 rec.temperature, rec.top_p))
+            cur = db.execute(insert_turn_sql(), turn_insert_values(rec))
             rec.id = cur.lastrowid
             db.execute("UPDATE sessions SET last_activity=? WHERE session_id=?", (now, rec.session_id))
             if fingerprint:
@@ -157,8 +143,8 @@ class TrajectoryStore:
     def last_main_turn(self, session_id: str) -> TurnRecord | None:
         """The session's latest main turn, or None."""
         with self._lock:
-            row = self._db.execute("SELECT * FROM turns WHERE session_id=? AND turn_type='main' "
-                                   "ORDER BY turn_index DESC LIMIT 1", (session_id,)).fetchone()
+            row = self._db.execute("SELECT * FROM turns WHERE session_id=? AND turn_type=? "
+                                   "ORDER BY turn_index DESC LIMIT 1", (session_id, TurnType.MAIN)).fetchone()
         return _row_to_record(row) if row else None
 
     def get_turn(self, turn_id: int) -> TurnRecord | None:
@@ -167,7 +153,7 @@ class TrajectoryStore:
             row = self._db.execute("SELECT * FROM turns WHERE id=?", (turn_id,)).fetchone()
         return _row_to_record(row) if row else None
 
-    def turns(self, session_id: str | None = None, status: str | None = None) -> list[TurnRecord]:
+    def turns(self, session_id: str | None = None, status: TurnStatus | str | None = None) -> list[TurnRecord]:
         """Turns in insertion order, optionally filtered by session and status."""
         sql, args = "SELECT * FROM turns WHERE 1=1", []
         if session_id is not None:
@@ -248,7 +234,7 @@ class TrajectoryStore:
             db.executemany("UPDATE turns SET status=?, claimed_by=NULL WHERE id=? AND status=?",
                            [(JUDGED, i, CLAIMED) for i in turn_ids])
 
-    def _claim(self, src: str, dst: str, limit: int, worker: str) -> list[TurnRecord]:
+    def _claim(self, src: TurnStatus, dst: TurnStatus, limit: int, worker: str) -> list[TurnRecord]:
         with self._tx() as db:
             ids = [r[0] for r in db.execute("SELECT id FROM turns WHERE status=? ORDER BY id LIMIT ?",
                                             (src, limit)).fetchall()]

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from openclaw_rl.evaluation.tasks import TASK_NAMES
+from slime.errors import error_line
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -92,7 +93,7 @@ def run_guarded(a: argparse.Namespace, argv: list[str], prog: str) -> tuple[dict
         url = getattr(getattr(exc, "request", None), "url", None) or ", ".join(a.server_url or []) or "the server"
         print(f"{prog}: error: cannot reach {url} ({type(exc).__name__}); {kept}", file=sys.stderr)
     except openai.OpenAIError as exc:  # wrong key, 5xx
-        print(f"{prog}: error: {type(exc).__name__}: {exc}; {kept}", file=sys.stderr)
+        print(f"{prog}: error: {error_line(exc, None)}; {kept}", file=sys.stderr)
     except KeyboardInterrupt:
         print(f"{prog}: interrupted; finished items are kept in {a.out}: run the same command to resume",
               file=sys.stderr)

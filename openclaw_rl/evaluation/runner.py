@@ -16,6 +16,8 @@ import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path
 
+from slime.errors import error_line
+
 
 class ResumeMismatchError(ValueError):
     """The output folder holds items produced with other settings (use another ``--out`` or ``--fresh``)."""
@@ -144,7 +146,7 @@ def run_items(task, client, log: ItemLog, *, limit: int | None = None, concurren
             if not _is_item_error(exc):
                 raise
             rec = {"id": item["id"], "group": item["group"], "score": None,
-                   "error": f"{type(exc).__name__}: {exc}"[:500], "detail": {}}
+                   "error": error_line(exc), "detail": {}}
         rec["wall_s"] = round(time.monotonic() - t0, 3)
         log.append(rec)
         bar.update(1)

@@ -305,8 +305,8 @@ def build_backend(prm_url: str | None = None, prm_model: str | None = None,
     Args:
         prm_url: when set (or ``$PRM_URL``), an :class:`OpenAIJudgeBackend` on it, with model
             ``prm_model`` (or ``$PRM_MODEL``, default ``"default"``) and ``prm_api_key``.
-        model_path: the policy's base model, used by the local backend unless
-            ``$PRM_MODEL_PATH`` is set.
+        model_path: the local judge model (an explicit value always wins; None:
+            :func:`default_prm_model_path`, i.e. ``$PRM_MODEL_PATH`` or the policy's model).
         mode: local mode, default ``$PRM_MODE`` or ``"logprob"``.
         **kw: more keyword arguments for the chosen backend class.
 
@@ -317,5 +317,5 @@ def build_backend(prm_url: str | None = None, prm_model: str | None = None,
     if url:
         return OpenAIJudgeBackend(url, prm_model or os.environ.get("PRM_MODEL") or "default",
                                   api_key=prm_api_key, **kw)
-    return LocalJudgeBackend(default_prm_model_path(model_path),
+    return LocalJudgeBackend(model_path or default_prm_model_path(),
                              mode=mode or os.environ.get("PRM_MODE") or "logprob", **kw)

@@ -88,8 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     from openclaw_rl.main_job.traffic import traffic_counts
     from openclaw_rl.main_job.user import UserDriver
     from openclaw_rl.server.launcher import running_server
-    from slime.arguments import parse_args
-    from slime.train import default_arg_adders, train
+    from slime.run_args import parse_run_args
+    from slime.train import train
 
     a = parse_main_args(argv)
     pref = get_preference(a.preference)
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         before = measure(base, API_KEY, test_q, pref, a.eval_max_tokens, concurrency=a.concurrency)
         print(f"[main job] before: {before['rate']:.3f} ({before['seconds']} s); training {a.steps} steps...",
               flush=True)
-        cfg = parse_args(trainer_argv(a, base, out), extra_arg_adders=default_arg_adders())
+        cfg = parse_run_args(trainer_argv(a, base, out))
         driver = UserDriver(base, API_KEY, train_q, pref, a.max_tokens, concurrency=a.concurrency).start()
         try:
             summary = train(cfg)

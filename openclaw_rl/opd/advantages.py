@@ -38,12 +38,10 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
 from slime.sample import Sample
 
-__all__ = ["BRANCHES", "dispatch_branch", "opd_token_advantages", "opd_advantages",
-           "combine_advantages", "compute_method_advantages"]
+__all__ = ["BRANCHES", "dispatch_branch", "opd_token_advantages", "opd_advantages", "combine_advantages"]
 
 BRANCHES = ("both", "opd", "rl", "none")
 _EPS = 1e-6
@@ -173,19 +171,3 @@ def combine_advantages(samples: Sequence[Sample], w_opd: float = 1.0, w_rl: floa
     metrics.update({"combine/opd_rms": opd_rms, "combine/rl_rms": rl_rms,
                     "combine/opd_contrib": opd_contrib / d, "combine/rl_contrib": rl_contrib / d})
     return list(samples), metrics
-
-
-def compute_method_advantages(samples: Sequence[Sample], cfg: Any) -> tuple[list[Sample], dict]:
-    """Dispatch on ``cfg.advantage_estimator`` (``opd`` or ``combine``) with the run's flags.
-
-    Raises:
-        ValueError: another estimator (use :func:`slime.advantages.compute_advantages`).
-    """
-    from openclaw_rl.rollout.args import combine_weights
-
-    clip = cfg.extra.get("opd_adv_clip")
-    if cfg.advantage_estimator == "opd":
-        return opd_advantages(samples, clip)
-    if cfg.advantage_estimator == "combine":
-        return combine_advantages(samples, *combine_weights(cfg.extra), clip)
-    raise ValueError(f"advantage estimator {cfg.advantage_estimator!r} is not an OPD method")

@@ -123,13 +123,13 @@ def response_logprobs(model: torch.nn.Module, prompt_ids: Sequence[int], respons
     dev = device or next(model.parameters()).device
     ids = list(prompt_ids) + list(response_ids)
     P, R = len(prompt_ids), len(response_ids)
-    ids_1_L = torch.tensor([ids], dtype=torch.long, device=dev)
-    resp_1_L = torch.zeros_like(ids_1_L, dtype=torch.bool)
-    resp_1_L[0, P:] = True
+    ids_1_T = torch.tensor([ids], dtype=torch.long, device=dev)
+    resp_1_T = torch.zeros_like(ids_1_T, dtype=torch.bool)
+    resp_1_T[0, P:] = True
     with torch.no_grad():
-        out = compute_token_logprobs(model, ids_1_L, torch.ones_like(ids_1_L), resp_1_L,
+        out = compute_token_logprobs(model, ids_1_T, torch.ones_like(ids_1_T), resp_1_T,
                                      temperature=temperature)
-    return out.logprobs_B_L[0, P:P + R].detach().float().cpu()
+    return out.logprobs_B_T[0, P:P + R].detach().float().cpu()
 
 
 def response_logprobs_topk(model: torch.nn.Module, prompt_ids: Sequence[int], response_ids: Sequence[int],
@@ -147,11 +147,11 @@ def response_logprobs_topk(model: torch.nn.Module, prompt_ids: Sequence[int], re
         raise ValueError("the teacher prompt is empty or k < 1")
     dev = next(model.parameters()).device
     P, R = len(prompt_ids), len(response_ids)
-    ids_1_L = torch.tensor([list(prompt_ids) + list(response_ids)], dtype=torch.long, device=dev)
+    ids_1_T = torch.tensor([list(prompt_ids) + list(response_ids)], dtype=torch.long, device=dev)
     with torch.no_grad():
-        logits_R_V = model(input_ids=ids_1_L).logits[0, P - 1:P + R - 1].float() / temperature
+        logits_R_V = model(input_ids=ids_1_T).logits[0, P - 1:P + R - 1].float() / temperature
         logp_R_V = torch.log_softmax(logits_R_V, -1)
-        taken_R = logp_R_V.gather(-1, ids_1_L[0, P:, None]).squeeze(-1)
+        taken_R = logp_R_V.gather(-1, ids_1_T[0, P:, None]).squeeze(-1)
         top = logp_R_V.topk(k, dim=-1)
     return taken_R.cpu().tolist(), top.indices.cpu().tolist(), top.values.cpu().tolist()
 
@@ -192,7 +192,7 @@ def score_teacher(backend: Any, samples: Sequence[Sample], source: str = "base",
         samples: the rollout's samples.
         source: ``"base"`` or ``"live"`` (``--opd-teacher``).
         topk: also store the teacher's top-K tokens per position (``--distill-topk``) in
-            ``metadata["teacher_topk_ids"]`` / ``["teacher_topk_logprobs"]`` (``[R][K]``), from the
+            ``Sample.teacher_topk_ids`` / ``teacher_topk_log_probs`` (``[R][K]``), from the
             same forward pass (identical contexts: from the current policy).
 
     Returns:
@@ -213,14 +213,14 @@ def score_teacher(backend: Any, samples: Sequence[Sample], source: str = "base",
             if list(t_ids) == s.prompt_tokens:
                 s.teacher_log_probs = list(s.rollout_log_probs)
                 if topk:
-                    _, s.metadata["teacher_topk_ids"], s.metadata["teacher_topk_logprobs"] = response_logprobs_topk(
+                    _, s.teacher_topk_ids, s.teacher_topk_log_probs = response_logprobs_topk(
                         backend.model, t_ids, s.response_tokens, topk, backend.temperature)
         with _teacher_model(backend, source) as teacher:
             for s, t_ids in todo:
                 if s.teacher_log_probs is not None:
                     continue
                 if topk:
-                    s.teacher_log_probs, s.metadata["teacher_topk_ids"], s.metadata["teacher_topk_logprobs"] = \
+                    s.teacher_log_probs, s.teacher_topk_ids, s.teacher_topk_log_probs = \
                         response_logprobs_topk(teacher, t_ids, s.response_tokens, topk, backend.temperature)
                 else:
                     s.teacher_log_probs = response_logprobs(teacher, t_ids, s.response_tokens,

@@ -14,6 +14,7 @@ as not trainable with the error and logs the traceback.
 from __future__ import annotations
 
 from openclaw_rl.capture.store import TurnRecord
+from openclaw_rl.rollout.flags import service_flags
 from openclaw_rl.rollout.judge_loop import JudgeResult
 from openclaw_rl.rollout.samples import turn_to_sample
 from slime.reward_plugins import RewardPlugin
@@ -47,8 +48,7 @@ class CustomRewardJudge:
     method = "custom_rm"
 
     def __init__(self, spec: str, args, num_workers: int | None = None):
-        extra = getattr(args, "extra", None) or {}
-        workers = num_workers if num_workers is not None else int(extra.get("num_judge_workers", 2) or 1)
+        workers = num_workers if num_workers is not None else service_flags(args).num_judge_workers
         self.plugin = RewardPlugin(spec, args, num_workers=workers)
         self.args = args
         if self.plugin.convention == "slime_batched":

@@ -68,7 +68,7 @@ class StoreDataSource:
             progress: optional callable ``(have, n)`` for a progress bar.
 
         Returns:
-            Samples with ``reward`` set and ``metadata["store_id"]``; stale ones are dropped and
+            Samples with ``reward`` and ``source_id`` (the store's row id) set; stale ones are dropped and
             replaced.
 
         Raises:
@@ -118,9 +118,9 @@ class StoreDataSource:
 
     def release(self, samples: list[Sample]) -> None:
         """Give claimed samples back (e.g. the step failed); samples not from the store are ignored."""
-        self.store.recover_claims([s.metadata["store_id"] for s in samples if "store_id" in s.metadata])
+        self.store.recover_claims([s.source_id for s in samples if s.source_id is not None])
 
     def mark_trained(self, samples: list[Sample], step: int) -> None:
         """The samples were used in train step ``step`` (samples not from the store are ignored)."""
-        self.store.mark_trained([s.metadata["store_id"] for s in samples if "store_id" in s.metadata], step)
+        self.store.mark_trained([s.source_id for s in samples if s.source_id is not None], step)
         self.stats["trained"] += len(samples)

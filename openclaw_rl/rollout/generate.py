@@ -5,8 +5,8 @@ The request goes to ``POST {server_url}/v1/chat/completions`` as a fresh session
 (``X-Session-Id: generate:<uuid>``), marked ``X-Turn-Type: side`` so the live judges and the live
 rollout never pick it up, and ``X-Session-Done: true``. The server commits the turn before its
 response ends, so the sample is then built from the stored turn: the exact prompt ids the engine
-consumed, the sampled ids, their sampling log-probs and the weight version (DESIGN invariant 1;
-nothing is re-tokenized). A custom ``--custom-generate-function-path`` may call this function,
+consumed, the sampled ids, their sampling log-probs and the weight version
+(docs/architecture.md, invariant 1; nothing is re-tokenized). A custom ``--custom-generate-function-path`` may call this function,
 e.g. after rewriting ``sample.prompt``.
 
 ``args`` must provide ``server_url`` (base URL, with or without ``/v1``) and ``rl_buffer_dir``
@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 
 from openclaw_rl.capture.store import TrajectoryStore
+from slime.errors import one_line
 from slime.sample import Sample, SampleStatus
 
 __all__ = ["chat_request", "generate", "sample_from_turn"]
@@ -39,8 +40,7 @@ def _store(path: str) -> TrajectoryStore:
 
 
 def _arg(args: Any, name: str) -> Any:
-    extra = getattr(args, "extra", None) or {}
-    return extra.get(name) if name in extra else getattr(args, name, None)
+    return getattr(args, name, None)  # a SlimeConfig answers for its sections' flags too
 
 
 def chat_request(sample: Sample, sampling_params: dict) -> dict:
@@ -119,7 +119,7 @@ async def generate(args: Any, sample: Sample, sampling_params: dict) -> Sample:
         r = await client.post(f"{base}/v1/chat/completions", json=chat_request(sample, sampling_params),
                               headers=headers)
     if r.status_code != 200:
-        raise RuntimeError(f"intercept server answered {r.status_code}: {' '.join(r.text.split())[:300]}")
+        raise RuntimeError(f"intercept server answered {r.status_code}: {one_line(r.text, 300)}")
     turns = await asyncio.to_thread(_store(str(buffer_dir)).turns, session)
     if not turns:
         raise RuntimeError(f"the server at {base} recorded no turn for session {session} in {buffer_dir} "

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from openclaw_rl.capture.store import TrajectoryStore, TurnRecord
+from slime.errors import error_line
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ class JudgeLoop:
                     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=8))
                     log.error("judge %s failed on turn %s; stored as not trainable:\n%s",
                               getattr(self.judge, "name", self.judge.method), turn.turn_uid, tb)
-                    res = JudgeResult(None, False, {"error": f"{type(exc).__name__}: {exc}", "traceback": tb})
+                    res = JudgeResult(None, False, {"error": error_line(exc), "traceback": tb})
                     self.stats["failed"] += 1
                     failed = True
                 if self.failure_budget is not None:

@@ -11,12 +11,14 @@ import statistics
 
 from tqdm import tqdm
 
+from openclaw_rl.rollout.flags import service_flags
+
 
 def generate_rollout(args, rollout_id: int, data_source, evaluation: bool = False):
     """Collect one rollout batch.
 
     Args:
-        args: the run's SlimeConfig (``rollout_batch_size``, ``extra["rollout_timeout_s"]``).
+        args: the run's SlimeConfig (``rollout_batch_size``, ``--rollout-timeout-s``).
         rollout_id: index of this rollout (used for the progress bar label).
         data_source: a :class:`openclaw_rl.rollout.data_source.StoreDataSource`.
         evaluation: unsupported for live traffic (evaluation runs through ``openclaw-test``).
@@ -38,7 +40,7 @@ def generate_rollout(args, rollout_id: int, data_source, evaluation: bool = Fals
         bar.update(have - bar.n)
 
     try:
-        samples = data_source.take(n, timeout_s=args.extra.get("rollout_timeout_s"), progress=progress)
+        samples = data_source.take(n, timeout_s=service_flags(args).rollout_timeout_s, progress=progress)
     finally:
         bar.close()
     rewards = [float(s.reward) for s in samples if s.reward is not None]

@@ -22,18 +22,21 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import json
 import statistics
 import threading
-from pathlib import Path
 from typing import Any
 
+from openclaw_rl.rollout.flags import service_flags
 from slime.plugin_failures import FailureBudget, mark_failed
+from slime.prompt_data import load_prompts
 from slime.reward_plugins import RewardPlugin
 from slime.rollout_plugins import GENERATE_FLAG, call_generate, load_generate_function
 from slime.sample import Sample, SampleStatus
 
-__all__ = ["generate_rollout", "load_prompts", "sampling_params"]
+__all__ = ["DEFAULT_GENERATE", "generate_rollout", "load_prompts", "sampling_params"]
+
+#: the default generate hook: one chat completion through the intercept server
+DEFAULT_GENERATE = "openclaw_rl.rollout.generate.generate"
 
 _CACHE: dict[tuple, Any] = {}
 _LOCK = threading.Lock()
@@ -44,32 +47,6 @@ def _cached(key: tuple, build):
         if key not in _CACHE:
             _CACHE[key] = build()
         return _CACHE[key]
-
-
-def load_prompts(path: str, input_key: str = "prompt", label_key: str | None = "label") -> list[dict]:
-    """Read a JSONL prompt dataset into ``[{"prompt": text | messages, "label": any}]``.
-
-    Raises:
-        ValueError: a missing file, a line that is not a JSON object, a missing ``input_key``,
-            or an empty dataset (message names the file and line).
-    """
-    p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"--prompt-data {path}: no such file")
-    out = []
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"--prompt-data {path} line {n}: not JSON ({exc.msg})") from None
-        if not isinstance(row, dict) or input_key not in row:
-            raise ValueError(f"--prompt-data {path} line {n}: expected a JSON object with {input_key!r}")
-        out.append({"prompt": row[input_key], "label": row.get(label_key) if label_key else None})
-    if not out:
-        raise ValueError(f"--prompt-data {path}: no prompts")
-    return out
 
 
 def sampling_params(args: Any) -> dict:
@@ -141,9 +118,9 @@ def generate_rollout(args, rollout_id: int, data_source=None, evaluation: bool =
     B = int(args.rollout_batch_size)
     picked = [items[(rollout_id * B + i) % len(items)] for i in range(B)]
     gen_spec = args.custom_generate_function_path
-    gen_fn = _cached(("generate", gen_spec), lambda: load_generate_function(gen_spec))
+    gen_fn = _cached(("generate", gen_spec), lambda: load_generate_function(gen_spec or DEFAULT_GENERATE))
     gen_name = f"{GENERATE_FLAG} {gen_spec}" if gen_spec else "the default generate"
-    workers = int((getattr(args, "extra", None) or {}).get("num_judge_workers", 2) or 2)
+    workers = service_flags(args).num_judge_workers
     reward = _cached(("reward", args.custom_rm_path, id(args)),
                      lambda: RewardPlugin(args.custom_rm_path, args, num_workers=workers))
     groups = asyncio.run(_rollout(args, rollout_id, picked, gen_fn, gen_name, reward))

@@ -25,8 +25,9 @@ def turn_to_sample(turn: TurnRecord, reward: float | None, trainable: bool) -> S
 
     Returns:
         A validated Sample: ``tokens`` [P + R], ``response_length`` R, ``loss_mask`` [R],
-        ``rollout_log_probs`` [R], ``weight_version`` of the policy that sampled it, and
-        ``metadata`` with the store id, next state role and sampling temperature.
+        ``rollout_log_probs`` [R], ``weight_version`` of the policy that sampled it,
+        ``source_id`` (the store's row id) and ``metadata`` with the next state role and
+        sampling temperature.
 
     Raises:
         UntokenizedTurnError: the turn has no token ids, or ids and logprobs disagree in length.
@@ -43,7 +44,7 @@ def turn_to_sample(turn: TurnRecord, reward: float | None, trainable: bool) -> S
                     loss_mask=[1 if trainable else 0] * n, reward=reward, status=status,
                     weight_version=int(turn.weight_version), session_id=turn.session_id,
                     turn_id=turn.turn_uid, turn_index=int(turn.turn_index or 0),
-                    metadata={"store_id": turn.id, "next_state_role": turn.next_state_role,
+                    source_id=turn.id, metadata={"next_state_role": turn.next_state_role,
                               "temperature": turn.temperature, "prefix_ok": turn.prefix_ok})
     sample.validate()
     return sample

@@ -1,147 +1,163 @@
 """The serving / collection / judging side of an OpenClaw training job.
 
-:class:`OpenClawRolloutService` is what slime's rollout manager owns: it starts the intercept
-server (or uses ``--server-url``), opens the trajectory store, imports ``--data-path`` for
-offline training, runs the judge loop behind serving, exposes the store as the rollout function's
-data source, and publishes new weights to the server (``POST /admin/update_weights_from_disk``;
+:class:`OpenClawRolloutService` is the rollout service (:class:`slime.hooks.RolloutService`)
+slime's rollout manager owns, registered as ``openclaw`` (entry points
+``slime.rollout_services``): it starts the intercept server (or uses ``--server-url``), opens the
+trajectory store, imports ``--data-path`` for offline training, runs the judge loop behind
+serving with the judge the method builds, exposes the store as the rollout function's data
+source, and publishes new weights to the server (``POST /admin/update_weights_from_disk``;
 serving keeps answering while the engine swaps them in).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 from openclaw_rl.capture.export import import_sessions
 from openclaw_rl.capture.store import TrajectoryStore
 from openclaw_rl.rollout.data_source import StoreDataSource
-from openclaw_rl.rollout.judge_loop import JudgeLoop, JudgeResult
+from openclaw_rl.rollout.flags import SERVER_SIDE_FLAGS, OpenClawFlags
+from openclaw_rl.rollout.judge_loop import JudgeLoop
+from openclaw_rl.rollout.prompt_rollout import DEFAULT_GENERATE
+from openclaw_rl.rollout.turn_judges import PRMTurnJudge, build_prm
+from slime.flags import ConfigError, option_name
+from slime.hooks import RolloutChoice
+
+__all__ = ["LIVE_ROLLOUT", "PROMPT_ROLLOUT", "OpenClawRolloutService", "PRMTurnJudge", "build_turn_judge"]
 
 log = logging.getLogger(__name__)
 
-
-class PRMTurnJudge:
-    """Binary RL's judge: PRM majority vote -> reward +1 / -1; verdict 0 or no next state -> not
-    trainable (counted, mask 0)."""
-
-    method = "prm"
-
-    def __init__(self, prm):
-        self.prm = prm
-
-    async def judge(self, turn) -> JudgeResult:
-        """Score one turn with the PRM (see :mod:`openclaw_rl.judges.prm`)."""
-        if not turn.next_state:
-            return JudgeResult(None, False, {"verdict": 0, "reason": "no_next_state"})
-        j = await self.prm.judge_turn(turn)
-        details = j.to_metadata()
-        return JudgeResult(float(j.verdict) if j.verdict else None, j.verdict != 0, details)
+#: the live-conversation rollout (judged turns from the store; one sample per group)
+LIVE_ROLLOUT = "openclaw_rl.rollout.openclaw_rollout.generate_rollout"
+#: the prompt-dataset rollout (``--prompt-data``; groups of ``--n-samples-per-prompt``)
+PROMPT_ROLLOUT = "openclaw_rl.rollout.prompt_rollout.generate_rollout"
 
 
-def _build_prm(cfg):
-    from openclaw_rl.judges.backends import build_backend
-    from openclaw_rl.judges.prm import PRMJudge
-
-    x = cfg.extra
-    backend = build_backend(prm_url=x.get("prm_url"), prm_model=x.get("prm_model_name"),
-                            prm_api_key=x.get("prm_api_key"),
-                            model_path=x.get("prm_model_path") or cfg.model_path, mode=x.get("prm_mode", "logprob"))
-    return PRMJudge(backend, majority_vote_n=x.get("majority_vote_n", 1),
-                    threshold=x.get("majority_vote_threshold", 0.5), num_workers=x.get("num_judge_workers", 2))
-
-
-def _build_hint_judge(cfg, prm=None):
-    """The OPD hint judge: ``--judge-url``, else a local model with structured decoding
-    (``--judge-model-path`` / ``JUDGE_MODEL_PATH``, default the policy's base model; it shares
-    the PRM's loaded weights when both are the same local model)."""
-    from openclaw_rl.judges.backends import OpenAIJudgeBackend
-    from openclaw_rl.judges.hint_backend import StructuredHintBackend
-    from openclaw_rl.judges.hints import HintJudge
-
-    x = cfg.extra
-    kw = dict(temperature=x.get("hint_temperature", 0.7))
-    if x.get("judge_url"):
-        backend = OpenAIJudgeBackend(x["judge_url"], x.get("judge_model_name") or "default",
-                                     api_key=x.get("judge_api_key"), max_tokens=x.get("hint_max_new_tokens", 128), **kw)
-    else:
-        path = x.get("judge_model_path") or cfg.model_path
-        shared = getattr(getattr(prm, "backend", None), "model_path", None) == str(path)
-        backend = StructuredHintBackend(path, max_new_tokens=x.get("hint_max_new_tokens", 64),
-                                    model=prm.backend.model if shared else None,
-                                    tokenizer=prm.backend.tokenizer if shared else None, **kw)
-    return HintJudge(backend, majority_vote_n=x.get("majority_vote_n", 1), min_chars=x.get("hint_min_chars", 15))
-
-
-def build_turn_judge(cfg):
-    """The judge for a run: ``--custom-rm-path`` if given; else by ``--advantage-estimator``:
-    ``opd`` the hint judge, ``combine`` the PRM and the hint judge, otherwise the PRM (local or
+def build_turn_judge(cfg: Any, method: Any = None, service: Any = None):
+    """The judge of a run: ``--custom-rm-path`` if given, else the method's
+    (:meth:`slime.methods.Method.build_judge` with ``service``), else the PRM (local or
     ``--prm-url``)."""
     if cfg.custom_rm_path:
         from openclaw_rl.rollout.custom_rm import CustomRewardJudge
         return CustomRewardJudge(cfg.custom_rm_path, cfg)
-    if cfg.advantage_estimator in ("opd", "combine"):
-        from openclaw_rl.models import load_tokenizer
-        from openclaw_rl.opd.judge import CombineTurnJudge, OPDTurnJudge
-
-        tokenizer = load_tokenizer(cfg.model_path)
-        if cfg.advantage_estimator == "opd":
-            return OPDTurnJudge(_build_hint_judge(cfg), tokenizer)
-        prm = _build_prm(cfg)
-        return CombineTurnJudge(prm, _build_hint_judge(cfg, prm), tokenizer)
-    return PRMTurnJudge(_build_prm(cfg))
+    judge = method.build_judge(service) if method is not None else None
+    return judge if judge is not None else PRMTurnJudge(build_prm(cfg))
 
 
 class OpenClawRolloutService:
     """Server + store + judges for one run.
 
     Args:
-        cfg: the run's :class:`slime.arguments.SlimeConfig` (openclaw flags in ``cfg.extra``).
+        cfg: the run's :class:`slime.arguments.SlimeConfig` (this service's flags in
+            ``cfg.sections["service"]``, :class:`OpenClawFlags`).
         last_saved_step: the step of the checkpoint the trainer resumed from (None: fresh run);
             turns trained after it are trained again (see ``TrajectoryStore.recover``).
+        method: the run's method (builds the judge); None: the PRM.
         judge: override the judge (tests); default :func:`build_turn_judge`.
     """
 
-    def __init__(self, cfg, last_saved_step: int | None = None, judge=None):
-        x = cfg.extra
+    Flags = OpenClawFlags
+
+    def __init__(self, cfg, last_saved_step: int | None = None, method: Any = None, judge=None):
+        x = self.flags = cfg.flags_of("service", OpenClawFlags)
         self.cfg = cfg
         default_dir = Path(cfg.save) / "rl_buffer" if cfg.save else Path("rl_buffer")
-        self.buffer_dir = Path(x.get("rl_buffer_dir") or default_dir)
+        self.buffer_dir = Path(x.rl_buffer_dir or default_dir)
         self.store = TrajectoryStore(self.buffer_dir)
         recovered = self.store.recover(last_saved_step)
         log.info("store %s recovered: %s", self.store.path, recovered)
         self.server = None
-        self.api_key = x.get("api_key")
-        if x.get("data_path"):
-            sessions, turns = import_sessions(self.store, x["data_path"])  # known sessions are skipped
-            log.info("imported %d new sessions / %d turns from %s into %s", sessions, turns, x["data_path"],
+        self.api_key = x.api_key
+        if x.data_path:
+            sessions, turns = import_sessions(self.store, x.data_path)  # known sessions are skipped
+            log.info("imported %d new sessions / %d turns from %s into %s", sessions, turns, x.data_path,
                      self.store.path)
-            self.server_url = x.get("server_url")
-        elif x.get("server_url"):
-            self.server_url = x["server_url"].rstrip("/")
+            self.server_url = x.server_url
+        elif x.server_url:
+            self.server_url = x.server_url.rstrip("/")
         else:
             from openclaw_rl.server.launcher import start_server
-            log_dir = Path(x.get("log_dir") or "logs")
+            log_dir = Path(cfg.log_dir)
             log_dir.mkdir(parents=True, exist_ok=True)
             self.server = start_server(
-                cfg.model_path, self.buffer_dir, "--served-model-name", x.get("served_model_name", "policy"),
+                cfg.model_path, self.buffer_dir, "--served-model-name", x.served_model_name,
                 "--default-temperature", str(cfg.rollout_temperature),
                 "--default-max-tokens", str(cfg.rollout_max_response_len),
-                "--session-idle-timeout", str(x.get("session_idle_timeout", 600.0)),
-                "--torch-threads", str(x.get("server_torch_threads", 1)),
-                api_key=self.api_key, log_dir=log_dir, port=x.get("port"))
+                "--session-idle-timeout", str(x.session_idle_timeout),
+                "--torch-threads", str(x.server_torch_threads),
+                api_key=self.api_key, log_dir=log_dir, port=x.port)
             self.server_url = self.server.base_url.rsplit("/v1", 1)[0]
         self.data_source = StoreDataSource(self.store, max_staleness=cfg.max_staleness)
         self.judge_loop = None
-        if not getattr(cfg, "prompt_data", None):  # prompt-dataset rollouts reward inside the rollout
+        if not cfg.prompt_data:  # prompt-dataset rollouts reward inside the rollout
             from slime.plugin_failures import FailureBudget
-            judge = judge or build_turn_judge(cfg)
-            budget = FailureBudget(getattr(cfg, "max_plugin_failure_fraction", 0.5),
+            judge = judge or build_turn_judge(cfg, method, self)
+            budget = FailureBudget(cfg.max_plugin_failure_fraction,
                                    getattr(judge, "name", None) or f"the {judge.method} judge", cfg.rollout_batch_size)
             self.data_source.health_check = budget.check  # too many failed judgements in a step stop the run
-            self.judge_loop = JudgeLoop(self.store, judge, num_workers=x.get("num_judge_workers", 2),
+            self.judge_loop = JudgeLoop(self.store, judge, num_workers=x.num_judge_workers,
                                         failure_budget=budget).start()
+
+    # ------------------------------------------------------------------ class-level protocol
+    @classmethod
+    def default_rollout(cls, cfg: Any) -> RolloutChoice:
+        """Live conversations (one judged turn per group), or with ``--prompt-data`` the
+        prompt-dataset rollout (groups of ``--n-samples-per-prompt``, through the generate hook)."""
+        if cfg.prompt_data:
+            return RolloutChoice(PROMPT_ROLLOUT, groups=True, generates=True)
+        return RolloutChoice(LIVE_ROLLOUT, groups=False, generates=False)
+
+    @classmethod
+    def default_generate(cls) -> str:
+        """One chat completion through the intercept server, read back token-exactly."""
+        return DEFAULT_GENERATE
+
+    @classmethod
+    def check(cls, cfg: Any) -> list[str]:
+        """Start-up checks (no side effects): ``--data-path`` exists and parses, local judge
+        model folders exist, ``--prompt-data`` is not combined with ``--data-path``.
+
+        Returns:
+            One-line warnings: server-side flags given where no server is started
+            (``--server-url`` or ``--data-path``).
+
+        Raises:
+            ConfigError / ValueError: one line naming the flag or the file and line.
+        """
+        from openclaw_rl.methods.hint_flags import check_local_model
+
+        x = cfg.flags_of("service", OpenClawFlags)
+        if x.data_path:
+            if not os.path.isfile(x.data_path):
+                raise ConfigError(f"--data-path {x.data_path}: no such file")
+            from openclaw_rl.capture.export import read_session_file
+            read_session_file(x.data_path)  # SessionFormatError (a ValueError) names file:line
+            if cfg.prompt_data:
+                raise ConfigError("--prompt-data generates through the intercept server; it cannot be combined "
+                                  "with --data-path (offline recorded sessions)")
+        check_local_model("--prm-model-path", x.prm_model_path)
+        warnings = []
+        if x.data_path or x.server_url:
+            given = [option_name(f) for f in SERVER_SIDE_FLAGS if f in cfg.explicit]
+            if given:
+                why = "--data-path (offline)" if x.data_path else "--server-url"
+                warnings.append(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} ignored: with {why} "
+                                "the job starts no intercept server")
+        return warnings
+
+    # ------------------------------------------------------------------ instance protocol
+    def rollout_args(self) -> Any:
+        """The run's config with ``server_url`` and ``rl_buffer_dir`` of this service (what the
+        default generate hook and user plugins reach the server and store through)."""
+        values = {"rl_buffer_dir": str(self.buffer_dir)}
+        if self.server_url:
+            values["server_url"] = self.server_url
+        return self.cfg.with_section_values("service", **values)
 
     def publish_weights(self, path: str, version: int) -> int:
         """Send new weights to the serving engine; returns the version it now serves.

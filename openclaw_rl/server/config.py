@@ -13,6 +13,9 @@ from pathlib import Path
 
 from openclaw_rl.models import DEFAULT_MODEL
 
+#: engines ``--backend`` offers: only those implemented in :mod:`openclaw_rl.engine`
+BACKENDS = ("transformers",)
+
 
 @dataclass(frozen=True)
 class ServerConfig:
@@ -61,13 +64,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="HF model folder or builtin:smollm2-135m / builtin:tiny-qwen3 (env BASE_MODEL_PATH)")
     p.add_argument("--host", default=os.environ.get("OPENCLAW_HOST", "127.0.0.1"), help="env OPENCLAW_HOST")
     p.add_argument("--port", type=int, default=_env_int("OPENCLAW_PORT", 30000), help="env OPENCLAW_PORT")
-    p.add_argument("--backend", default="transformers", choices=["transformers", "vllm", "sglang"])
+    p.add_argument("--backend", default="transformers", choices=list(BACKENDS),
+                   help="inference engine (the engines that exist: transformers)")
     p.add_argument("--device", default="cpu", help="torch device for the transformers backend")
     p.add_argument("--enable-rl-intercept", action="store_true", help="record every turn for training")
     p.add_argument("--rl-buffer-dir", default="./rl_buffer", help="folder of the trajectory store")
     p.add_argument("--api-key", default=os.environ.get("OPENCLAW_API_KEY"),
                    help="require 'Authorization: Bearer KEY' (env OPENCLAW_API_KEY)")
-    p.add_argument("--served-model-name", default=None)
+    p.add_argument("--served-model-name", default=None,
+                   help="model name /v1/models reports (default: the model path's last part)")
     p.add_argument("--session-idle-timeout", type=float, default=600.0,
                    help="seconds of silence that end a session (its last turn gets no next state)")
     p.add_argument("--side-turn-rules", default=None, help="JSON file of side-turn rules")
@@ -79,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--torch-threads", type=int, default=0,
                    help="torch CPU threads (0: torch's default, one per core). Use 1 when the CPU is "
                         "shared with a trainer: oversubscribed threads slow decoding several times")
-    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
+                   help="server log level")
     return p
 
 

@@ -14,11 +14,16 @@ content. Logprob entries carry each token's own bytes (:mod:`openclaw_rl.server.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from openclaw_rl.engine import GenerationOutput, TokenEvent
 from openclaw_rl.server.detokenize import IncrementalDecoder
 from openclaw_rl.server.token_bytes import TokenBytes
 from openclaw_rl.tool_parser import OutputParser, ParsedToolCall
+
+
+#: what a streamed chat event carries (the closed vocabulary of :class:`ChatEvent`)
+ChatEventKind = Literal["content", "reasoning", "tool_call", "finish"]
 
 
 @dataclass
@@ -27,7 +32,7 @@ class ChatEvent:
     ``finish`` (``finish_reason``, ``usage``). ``logprobs`` holds OpenAI logprob entries of the
     tokens decoded since the previous event (only when requested)."""
 
-    kind: str
+    kind: ChatEventKind
     text: str = ""
     tool_call: ParsedToolCall | None = None
     finish_reason: str | None = None

@@ -6,7 +6,8 @@ import dataclasses
 
 import pytest
 
-from slime.arguments import ConfigError, SlimeConfig, parse_args
+from slime.arguments import ConfigError, FlagSection, SlimeConfig, parse_args
+from slime.flags import flag
 
 
 def test_defaults_resolve_derived_values():
@@ -46,14 +47,16 @@ def test_lora_defaults_and_modules():
     assert cfg.lora_target_modules == ("q_proj", "v_proj")
 
 
-def test_config_is_immutable_and_extra_is_read_only():
-    def add_opd(parser):
-        g = parser.add_argument_group("opd")
-        g.add_argument("--teacher-url", default="http://t")
-        g.add_argument("--opd-kl-coef", type=float, default=1.0)
+@dataclasses.dataclass(frozen=True)
+class _OPDFlags:
+    teacher_url: str = flag("http://t", "teacher endpoint")
+    opd_kl_coef: float = flag(1.0, "KL weight", ge=0)
 
-    cfg = parse_args(["--opd-kl-coef", "0.5"], extra_arg_adders=[add_opd])
+
+def test_config_is_immutable_and_extra_is_read_only():
+    cfg = parse_args(["--opd-kl-coef", "0.5"], [FlagSection(_OPDFlags, "opd", key="method")])
     assert cfg.extra["opd_kl_coef"] == 0.5 and cfg.get("teacher_url") == "http://t"
+    assert cfg.flags_of("method", _OPDFlags) == _OPDFlags(opd_kl_coef=0.5) and cfg.opd_kl_coef == 0.5
     assert cfg.get("lr") == cfg.lr
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.lr = 1.0  # type: ignore[misc]

@@ -51,9 +51,9 @@ def test_chunked_equals_unchunked(tiny_model, chunk_size):
         out = compute_token_logprobs(tiny_model, ids, attn, resp, chunk_size=chunk_size, temperature=0.7,
                                      return_entropy=True)
         ref_lp, ref_ent = _reference(tiny_model, ids, attn, temperature=0.7)
-    torch.testing.assert_close(out.logprobs_B_L, ref_lp * resp, atol=1e-6, rtol=0)
-    torch.testing.assert_close(out.entropy_B_L, ref_ent * resp, atol=1e-6, rtol=0)
-    assert (out.logprobs_B_L[~resp] == 0).all()
+    torch.testing.assert_close(out.logprobs_B_T, ref_lp * resp, atol=1e-6, rtol=0)
+    torch.testing.assert_close(out.entropy_B_T, ref_ent * resp, atol=1e-6, rtol=0)
+    assert (out.logprobs_B_T[~resp] == 0).all()
 
 
 def test_float32_model_within_tolerance(make_tiny_model):
@@ -62,14 +62,14 @@ def test_float32_model_within_tolerance(make_tiny_model):
     with torch.no_grad():
         out = compute_token_logprobs(model, ids, attn, resp, chunk_size=2)
         ref_lp, _ = _reference(model, ids, attn)
-    assert out.logprobs_B_L.dtype == torch.float32
-    torch.testing.assert_close(out.logprobs_B_L, ref_lp * resp, atol=1e-5, rtol=0)
+    assert out.logprobs_B_T.dtype == torch.float32
+    torch.testing.assert_close(out.logprobs_B_T, ref_lp * resp, atol=1e-5, rtol=0)
 
 
 def test_gradients_match_through_checkpointed_chunks(tiny_model):
     ids, attn, resp = _batch()
     out = compute_token_logprobs(tiny_model, ids, attn, resp, chunk_size=2, return_entropy=True)
-    (out.logprobs_B_L.sum() + 0.3 * out.entropy_B_L.sum()).backward()
+    (out.logprobs_B_T.sum() + 0.3 * out.entropy_B_T.sum()).backward()
     chunked = [p.grad.clone() for p in tiny_model.parameters()]
     tiny_model.zero_grad()
     ref_lp, ref_ent = _reference(tiny_model, ids, attn)
@@ -84,8 +84,8 @@ def test_left_padding_gives_same_logprobs_as_unpadded(tiny_model):
     padded = torch.cat([torch.zeros(1, 3, dtype=torch.long), seq], dim=1)
     attn = torch.cat([torch.zeros(1, 3, dtype=torch.long), torch.ones(1, 6, dtype=torch.long)], dim=1)
     with torch.no_grad():
-        a = compute_token_logprobs(tiny_model, seq).logprobs_B_L
-        b = compute_token_logprobs(tiny_model, padded, attn).logprobs_B_L
+        a = compute_token_logprobs(tiny_model, seq).logprobs_B_T
+        b = compute_token_logprobs(tiny_model, padded, attn).logprobs_B_T
     torch.testing.assert_close(b[:, 3:], a, atol=1e-6, rtol=0)
     assert (b[:, :4] == 0).all()  # padding and the first real token have no log-prob
 

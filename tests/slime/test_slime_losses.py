@@ -184,17 +184,17 @@ def _accumulated_grads(model, samples, micro_batch_size, config):
     outputs = []
     for mb in split_micro_batches(samples, micro_batch_size):
         batch = collate_samples(mb, dtype=D)
-        out = compute_token_logprobs(model, batch.input_ids_B_L, batch.attention_mask_B_L, batch.response_mask_B_L,
+        out = compute_token_logprobs(model, batch.input_ids_B_T, batch.attention_mask_B_T, batch.response_mask_B_T,
                                      chunk_size=3, return_entropy=True)
         # old policy = current policy shifted so that some ratios leave the clip range
         # (a function of the absolute position only, so it does not depend on the padded length)
-        shift = (torch.arange(batch.input_ids_B_L.shape[1], dtype=D) % 5 - 2) * 0.15
-        old = (out.logprobs_B_L.detach() + shift) * batch.response_mask_B_L
-        ref = (out.logprobs_B_L.detach() - 0.3 * shift) * batch.response_mask_B_L
+        shift = (torch.arange(batch.input_ids_B_T.shape[1], dtype=D) % 5 - 2) * 0.15
+        old = (out.logprobs_B_T.detach() + shift) * batch.response_mask_B_T
+        ref = (out.logprobs_B_T.detach() - 0.3 * shift) * batch.response_mask_B_T
         res = policy_loss(LossInputs(
-            logprobs_B_T=out.logprobs_B_L, old_logprobs_B_T=old, advantages_B_T=batch.advantages_B_L,
-            loss_mask_B_T=batch.loss_mask_B_L, global_num_tokens=global_n,
-            rollout_logprobs_B_T=batch.rollout_logprobs_B_L, ref_logprobs_B_T=ref, entropy_B_T=out.entropy_B_L,
+            logprobs_B_T=out.logprobs_B_T, old_logprobs_B_T=old, advantages_B_T=batch.advantages_B_T,
+            loss_mask_B_T=batch.loss_mask_B_T, global_num_tokens=global_n,
+            rollout_logprobs_B_T=batch.rollout_logprobs_B_T, ref_logprobs_B_T=ref, entropy_B_T=out.entropy_B_T,
         ), config)
         res.loss.backward()
         outputs.append(res)

@@ -1,0 +1,72 @@
+"""Consistency checks of a :class:`slime.arguments.SlimeConfig` (one-line :class:`ConfigError`).
+
+Single-flag bounds come from the flag declarations (:func:`slime.flags.flag`); this module adds
+the checks that involve several flags, the KL estimator name, plugin spec shapes and the method
+name (a registered name or a ``path/to/method.py:Class`` spec).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from slime.flags import ConfigError, check_bounds
+
+__all__ = ["PLUGIN_SPEC_FLAGS", "check_core", "is_plugin_spec"]
+
+# "path/to/file.py", "path/to/file.py:name" or "package.module.name"
+_PLUGIN_FILE_RE = re.compile(r"^.+\.py(:[A-Za-z_][A-Za-z0-9_]*)?$")
+_PLUGIN_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
+PLUGIN_SPEC_FLAGS = ("custom_loss_function_path", "rollout_function_path", "custom_generate_function_path",
+                     "custom_rm_path")
+
+
+def is_plugin_spec(spec: str) -> bool:
+    """Whether ``spec`` looks like ``path/to/file.py[:name]`` or ``package.module.name``."""
+    return bool(_PLUGIN_FILE_RE.match(spec) or _PLUGIN_MODULE_RE.match(spec))
+
+
+def check_core(cfg: Any) -> None:
+    """Check ``cfg``; return ``None`` or raise :class:`ConfigError` (message names the flag)."""
+    from slime.arguments import KL_LOSS_TYPES, LOSS_TYPES, core_flag_specs
+
+    def need(ok: bool, message: str) -> None:
+        if not ok:
+            raise ConfigError(message)
+
+    for spec in core_flag_specs():
+        check_bounds(spec, getattr(cfg, spec.name))
+    need(cfg.global_batch_size % cfg.micro_batch_size == 0,
+         f"--global-batch-size {cfg.global_batch_size} is not divisible by --micro-batch-size {cfg.micro_batch_size}")
+    rollout_samples = cfg.rollout_batch_size * cfg.n_samples_per_prompt
+    need(rollout_samples % cfg.global_batch_size == 0,
+         f"rollout samples ({cfg.rollout_batch_size} x {cfg.n_samples_per_prompt}) are not divisible by "
+         f"--global-batch-size {cfg.global_batch_size}")
+    need(cfg.kl_loss_type in KL_LOSS_TYPES,
+         f"--kl-loss-type {cfg.kl_loss_type!r} is unknown; choose one of {', '.join(KL_LOSS_TYPES)}")
+    need(cfg.loss_type in LOSS_TYPES, f"--loss-type {cfg.loss_type!r} is unknown; choose one of {', '.join(LOSS_TYPES)}")
+    need(cfg.loss_type != "custom_loss" or cfg.custom_loss_function_path is not None,
+         "--loss-type custom_loss needs --custom-loss-function-path")
+    if cfg.use_lora:
+        need(cfg.lora_rank is not None and cfg.lora_alpha is not None and cfg.lora_dropout is not None,
+             "--use-lora needs --lora-rank, --lora-alpha and --lora-dropout resolved")
+    else:
+        for name in ("lora_rank", "lora_alpha", "lora_dropout", "lora_target_modules"):
+            need(getattr(cfg, name) is None, f"--{name.replace('_', '-')} needs --use-lora")
+    need(cfg.save_interval is None or cfg.save is not None, "--save-interval needs --save")
+    for name in PLUGIN_SPEC_FLAGS:
+        path = getattr(cfg, name)
+        need(path is None or is_plugin_spec(path),
+             f"--{name.replace('_', '-')} {path!r} must be 'path/to/file.py[:function]' or 'package.module.function'")
+    _check_method_name(cfg.advantage_estimator)
+    need(cfg.rollout_service is None or bool(cfg.rollout_service.strip()), "--rollout-service must not be empty")
+
+
+def _check_method_name(name: str) -> None:
+    from slime.methods.registry import method_names
+
+    names = method_names()
+    if name in names or is_plugin_spec(name):
+        return
+    raise ConfigError(f"argument --advantage-estimator: invalid choice: {name!r} (choose from "
+                      f"{', '.join(sorted(names))}, or give path/to/method.py:Class)")

@@ -1,0 +1,43 @@
+"""GRPO: group-relative outcome advantages (Shao et al. 2024, "DeepSeekMath").
+
+Each sample's reward minus its group's mean (divided by the group's std unless
+``--disable-grpo-std-normalization``), broadcast over its response tokens; groups are the
+``--n-samples-per-prompt`` consecutive samples of one prompt. With
+``--disable-rewards-normalization`` the raw rewards are broadcast instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from slime.advantages import broadcast_reward, grpo
+from slime.flags import ConfigError
+from slime.methods.base import Method
+from slime.sample import Sample
+
+__all__ = ["GRPOMethod"]
+
+
+class GRPOMethod(Method):
+    """``--advantage-estimator grpo`` (the default): prompt rollouts with groups of samples."""
+
+    name = "grpo"
+
+    def validate(self) -> None:
+        """Refuse group size 1 (the advantage would be 0 everywhere) unless rewards are raw."""
+        if self.cfg.n_samples_per_prompt < 2 and not self.cfg.disable_rewards_normalization:
+            raise ConfigError("--advantage-estimator grpo (the default) needs --n-samples-per-prompt >= 2; "
+                              "live turns are single samples: use --advantage-estimator broadcast "
+                              "(Binary RL), opd or combine")
+
+    def needs_groups(self) -> bool:
+        """True unless ``--disable-rewards-normalization`` (then no group statistics are used)."""
+        return not self.cfg.disable_rewards_normalization
+
+    def compute_advantages(self, samples: Sequence[Sample]) -> tuple[list[Sample], dict[str, float]]:
+        """GRPO advantages (module docstring); no metrics. Raises ``ValueError`` for a sample
+        without reward or a batch that does not split into groups."""
+        if self.cfg.disable_rewards_normalization:
+            return broadcast_reward(samples), {}
+        return grpo(samples, self.cfg.n_samples_per_prompt,
+                    normalize_std=not self.cfg.disable_grpo_std_normalization), {}

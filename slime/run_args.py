@@ -1,0 +1,117 @@
+"""The whole command line of a training run: core flags + the rollout service's + the method's.
+
+:func:`parse_run_args` parses in two passes: the first reads only ``--advantage-estimator`` and
+``--rollout-service`` to find the method and service classes (registered names or files), the
+second parses everything with their flag dataclasses as sections (:class:`FlagSection`). Flags of
+the other registered methods are recognised too, so ``--help`` lists every flag, and giving one
+is a clear error (``--distill-topk needs --advantage-estimator opd``) rather than an unknown flag.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from slime.arguments import FlagSection, SlimeConfig, core_flag_specs, parse_args
+from slime.flags import flag_specs
+from slime.methods.registry import load_method_class, registered_method_classes
+from slime.services import load_service_class, service_names
+
+__all__ = ["env_fallbacks", "job_runtime_env", "parse_run_args", "run_sections"]
+
+
+def _peek(argv: Sequence[str] | None) -> tuple[str, str | None]:
+    p = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    p.add_argument("--advantage-estimator", default="grpo")
+    p.add_argument("--rollout-service", default=None)
+    ns, _ = p.parse_known_args(argv)
+    return ns.advantage_estimator, ns.rollout_service
+
+
+def run_sections(method_spec: str, service_spec: str | None) -> list[FlagSection]:
+    """The flag sections of a run: the service's, the method's, then every other registered
+    method's (recognised only to say which method they need).
+
+    Raises:
+        ConfigError / slime.plugins.PluginError: the method or service does not load.
+    """
+    service_cls = load_service_class(service_spec)
+    method_cls = load_method_class(method_spec)
+    out = []
+    if getattr(service_cls, "Flags", None) is not None:
+        out.append(FlagSection(service_cls.Flags, f"rollout service ({service_spec or 'default'})", key="service"))
+    if method_cls.Flags is not None:
+        out.append(FlagSection(method_cls.Flags, f"method {method_spec}", key="method"))
+    for name, cls in registered_method_classes().items():
+        if cls is not method_cls and cls.Flags is not None:
+            out.append(FlagSection(cls.Flags, f"method {name} (with --advantage-estimator {name})",
+                                   needs=f"--advantage-estimator {name}"))
+    return out
+
+
+def parse_run_args(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None = None,
+                   allow_unknown: bool = False) -> SlimeConfig:
+    """Parse a training run's command line (module docstring) into a :class:`SlimeConfig`.
+
+    Raises:
+        ConfigError: a bad flag, value, environment value or combination (one line).
+        slime.plugins.PluginError: a method or service file that does not load.
+    """
+    method_spec, service_spec = _peek(argv)
+    return parse_args(argv, run_sections(method_spec, service_spec), environ=environ, allow_unknown=allow_unknown)
+
+
+def env_fallbacks() -> list[str]:
+    """Every environment variable a flag falls back to: the core's, every registered rollout
+    service's and every registered method's (sorted, unique)."""
+    specs = list(core_flag_specs())
+    for name in service_names():
+        cls = load_service_class(name)
+        if getattr(cls, "Flags", None) is not None:
+            specs += flag_specs(cls.Flags)
+    for cls in registered_method_classes().values():
+        if cls.Flags is not None:
+            specs += flag_specs(cls.Flags)
+    return sorted({s.env for s in specs if s.env})
+
+
+def job_runtime_env(environ: Mapping[str, str] | None = None) -> dict:
+    """A Ray ``runtime_env`` carrying the environment fallbacks set in ``environ`` into a job
+    (a submitted job does not inherit the submitting shell's environment). Values of ``*_PATH``
+    variables that name an existing local file or folder are made absolute (the job runs in
+    another working directory). ``*_API_KEY`` variables are left out: Ray shows a job's
+    runtime_env on its dashboard; keys reach a job through the Ray head's environment or a flag."""
+    environ = os.environ if environ is None else environ
+    out = {}
+    for name in env_fallbacks():
+        value = environ.get(name, "").strip()
+        if name.endswith("_API_KEY"):
+            continue
+        if value:
+            if name.endswith("_PATH") and Path(value).exists():
+                value = str(Path(value).resolve())
+            out[name] = value
+    return {"env_vars": out}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m slime.run_args --runtime-env``: print :func:`job_runtime_env` as JSON (what
+    the launch scripts pass to ``ray job submit --runtime-env-json``); ``--env-names``: print
+    :func:`env_fallbacks`, one per line."""
+    p = argparse.ArgumentParser(prog="python -m slime.run_args", description=main.__doc__)
+    p.add_argument("--runtime-env", action="store_true", help="print the job runtime_env JSON")
+    p.add_argument("--env-names", action="store_true", help="print the environment fallbacks")
+    a = p.parse_args(argv)
+    if a.env_names:
+        print("\n".join(env_fallbacks()))
+    if a.runtime_env or not a.env_names:
+        print(json.dumps(job_runtime_env()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

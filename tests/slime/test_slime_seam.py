@@ -1,0 +1,180 @@
+"""The seam between the trainer core and the methods: ``slime/`` imports no runtime, every flag is
+declared once (default, help, env fallback) and means what it says, methods load by name or file."""
+
+from __future__ import annotations
+
+import ast
+import io
+import subprocess
+import sys
+import textwrap
+import tokenize
+from pathlib import Path
+
+import pytest
+
+from slime.arguments import ConfigError
+from slime.run_args import parse_run_args, run_sections
+
+REPO = Path(__file__).resolve().parents[2]
+SLIME = REPO / "slime"
+
+
+def _imported_modules(tree: ast.AST) -> list[str]:
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out.append(node.module)
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
+                "import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant):
+            out.append(str(node.args[0].value))
+    return out
+
+
+def test_slime_imports_no_runtime_package():
+    files = sorted(SLIME.rglob("*.py"))
+    assert len(files) > 20
+    for path in files:
+        source = path.read_text()
+        mods = _imported_modules(ast.parse(source, filename=str(path)))
+        assert not [m for m in mods if m.split(".")[0] == "openclaw_rl"], f"{path} imports openclaw_rl"
+        # and the name appears nowhere but in comments (no strings naming a runtime module either)
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if "openclaw_rl" in tok.string:
+                assert tok.type == tokenize.COMMENT, f"{path}:{tok.start[0]} names openclaw_rl outside a comment"
+
+
+def test_the_ast_check_catches_an_import():
+    tree = ast.parse("import os\nfrom openclaw_rl.models import load_model\nimportlib.import_module('openclaw_rl.x')\n")
+    assert [m for m in _imported_modules(tree) if m.startswith("openclaw_rl")] == ["openclaw_rl.models", "openclaw_rl.x"]
+
+
+@pytest.mark.parametrize("method", ["grpo", "broadcast", "opd", "combine", "passthrough"])
+def test_every_flag_in_help_has_help_text(method):
+    from slime.arguments import build_parser
+
+    parser = build_parser(run_sections(method, None))
+    options = [a for a in parser._actions if a.option_strings and a.dest != "help"]
+    assert len(options) > 70
+    assert [a.option_strings[0] for a in options if not (a.help or "").strip()] == []
+    names = {o for a in options for o in a.option_strings}
+    assert {"--lr", "--kl-loss-coef", "--seed", "--prm-model-path", "--distill-topk", "--combine-w-opd"} <= names
+
+
+def test_help_lists_every_group_and_env_fallback():
+    r = subprocess.run([sys.executable, str(SLIME / "train.py"), "--help"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = " ".join(r.stdout.split())  # argparse wraps help lines
+    for text in ("method opd", "method combine", "rollout service", "env MAJORITY_VOTE_N", "env PRM_MODEL_PATH",
+                 "env OPENCLAW_COMBINE_W_OPD", "(default: 64)", "--advantage-estimator NAME|FILE.py:Class"):
+        assert text in out, text
+
+
+def test_explicit_flag_beats_env_and_env_beats_default():
+    env = {"PRM_MODEL_PATH": "/from/env", "MAJORITY_VOTE_N": "3", "OPENCLAW_PORT": "31000"}
+    cfg = parse_run_args(["--prm-model-path", "/from/flag", "--majority-vote-n", "5"], environ=env)
+    assert (cfg.prm_model_path, cfg.majority_vote_n, cfg.port) == ("/from/flag", 5, 31000)
+    assert {"prm_model_path", "majority_vote_n"} <= cfg.explicit and "port" not in cfg.explicit
+    cfg = parse_run_args([], environ={})
+    assert (cfg.prm_model_path, cfg.majority_vote_n, cfg.port, cfg.majority_vote_threshold) == (None, 1, 30000, 0.5)
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"OPENCLAW_PORT": "thirty"}, "OPENCLAW_PORT must be an integer, got 'thirty' (the fallback of --port)"),
+    ({"MAJORITY_VOTE_THRESHOLD": "1.5"}, "MAJORITY_VOTE_THRESHOLD must be <= 1, got 1.5"),
+    ({"MAJORITY_VOTE_N": "0"}, "MAJORITY_VOTE_N must be >= 1, got 0"),
+])
+def test_a_bad_env_value_is_one_line(env, message):
+    with pytest.raises(ConfigError) as info:
+        parse_run_args([], environ=env)
+    assert str(info.value) == message
+
+
+def test_the_prm_flag_beats_prm_model_path_in_the_judge(monkeypatch):
+    from openclaw_rl.rollout.turn_judges import build_prm
+
+    monkeypatch.setenv("PRM_MODEL_PATH", "builtin:smollm2-135m")
+    cfg = parse_run_args(["--model-path", "builtin:tiny-qwen3", "--prm-model-path", "builtin:tiny-qwen3"])
+    assert build_prm(cfg).backend.model_path == "builtin:tiny-qwen3"
+
+
+def test_another_methods_flag_names_the_method_it_needs():
+    for argv, message in ((["--distill-topk", "4"], "--distill-topk needs --advantage-estimator opd"),
+                          (["--opd-teacher", "live"],
+                           "--opd-teacher needs --advantage-estimator combine or --advantage-estimator opd"),
+                          (["--advantage-estimator", "combine", "--distill-topk", "2"],
+                           "--distill-topk needs --advantage-estimator opd")):
+        with pytest.raises(ConfigError) as info:
+            parse_run_args(argv)
+        assert str(info.value) == message
+    assert parse_run_args(["--advantage-estimator", "combine", "--opd-teacher", "live"]).opd_teacher == "live"
+
+
+def test_loss_type_is_honoured():
+    assert parse_run_args(["--custom-loss-function-path", "x.py"]).loss_type == "custom_loss"
+    assert parse_run_args([]).loss_type == "policy_loss"
+    with pytest.raises(ConfigError, match="--loss-type policy_loss contradicts --custom-loss-function-path"):
+        parse_run_args(["--loss-type", "policy_loss", "--custom-loss-function-path", "x.py"])
+    with pytest.raises(ConfigError, match="needs --custom-loss-function-path"):
+        parse_run_args(["--loss-type", "custom_loss"])
+
+
+def test_method_classes_by_name_and_by_file(tmp_path):
+    from openclaw_rl.methods.binary_rl import BinaryRL
+    from openclaw_rl.methods.opd import OPD
+    from slime.methods import GRPOMethod, PassThroughMethod, load_method_class, method_names
+    from slime.plugins import PluginError
+
+    assert {"grpo", "broadcast", "opd", "combine", "passthrough"} <= set(method_names())
+    assert load_method_class("broadcast") is BinaryRL and load_method_class("opd") is OPD
+    assert load_method_class("grpo") is GRPOMethod and load_method_class("passthrough") is PassThroughMethod
+    (tmp_path / "m.py").write_text(textwrap.dedent("""
+        from slime.methods import Method
+
+        class Half(Method):
+            def compute_advantages(self, samples):
+                return samples, {}
+
+        class NotAMethod:
+            pass
+
+        class Abstract(Method):
+            pass
+    """))
+    assert load_method_class(f"{tmp_path}/m.py:Half").__name__ == "Half"
+    assert load_method_class(f"{tmp_path}/m.py").__name__ == "Half"  # the one concrete Method subclass
+    for name, message in (("NotAMethod", "is not a subclass of slime.methods.Method"),
+                          ("Abstract", "does not implement compute_advantages"), ("Nope", "no class 'Nope'")):
+        with pytest.raises(PluginError, match=message):
+            load_method_class(f"{tmp_path}/m.py:{name}")
+    with pytest.raises(ConfigError, match="invalid choice: 'magic'"):
+        load_method_class("magic")
+
+
+def test_grpo_on_live_single_turn_traffic_is_refused():
+    from slime.train import check_run
+
+    with pytest.raises(ConfigError, match="the groups would mix unrelated turns"):
+        check_run(parse_run_args(["--num-rollout", "1", "--n-samples-per-prompt", "2", "--rollout-batch-size", "2"]))
+    with pytest.raises(ConfigError, match="needs --n-samples-per-prompt >= 2"):
+        check_run(parse_run_args(["--num-rollout", "1"]))
+
+
+def test_server_side_flags_without_a_server_are_a_one_line_warning(tmp_path, caplog):
+    from slime.train import check_run
+
+    data = tmp_path / "s.jsonl"
+    data.write_text('{"session_id": "a", "turns": [{"prompt": "hi", "response": "hello"}]}\n')
+    cfg = parse_run_args(["--num-rollout", "1", "--advantage-estimator", "broadcast", "--data-path", str(data),
+                          "--port", "31234", "--served-model-name", "x"])
+    with caplog.at_level("WARNING"):
+        check_run(cfg)
+    lines = [r.getMessage() for r in caplog.records if "ignored" in r.getMessage()]
+    assert lines == ["--port, --served-model-name are ignored: with --data-path (offline) the job starts no "
+                     "intercept server"]
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        check_run(parse_run_args(["--num-rollout", "1", "--advantage-estimator", "broadcast", "--data-path", str(data)]))
+    assert not [r for r in caplog.records if "ignored" in r.getMessage()]
