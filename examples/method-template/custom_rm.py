@@ -19,6 +19,11 @@ import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 
+# bfloat16 on a GPU; float32 on CPU, where bfloat16 matmuls are slow and their rounding depends on
+# the thread count (two processes would score the same text differently)
+_DTYPE = torch.bfloat16 if torch.cuda.is_available() else torch.float32
+
+
 class CustomPRM:
     """A sequence classifier whose positive-class probability is the reward (in [0, 1])."""
 
@@ -26,7 +31,7 @@ class CustomPRM:
         self.tokenizer = AutoTokenizer.from_pretrained(model_path)
         self.tokenizer.truncation_side = "left"  # long conversations keep their end: response and outcome
         self.model, info = AutoModelForSequenceClassification.from_pretrained(
-            model_path, dtype=torch.bfloat16, output_loading_info=True)
+            model_path, dtype=_DTYPE, output_loading_info=True)
         self.model.eval()
         if any(k.startswith(("score", "classifier")) for k in info["missing_keys"]):
             warnings.warn(f"{model_path} has no trained classification head (a new one was initialised at "

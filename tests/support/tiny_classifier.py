@@ -28,12 +28,12 @@ def build_tiny_classifier(out: Path, seed: int = 0) -> Path:
 def positive_probability(model_dir, prompt: str, response: str, next_state: str) -> float:
     """The README's reward, computed here independently of any plugin: the classifier's
     positive-class softmax probability of ``"Prompt: ...\\nResponse: ...\\nOutcome: ..."``
-    (bfloat16 weights, 2048-token truncation, as the README's ``CustomPRM``)."""
+    (float32 on CPU, 2048-token truncation, as the README's ``CustomPRM``)."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForSequenceClassification.from_pretrained(model_dir, dtype=torch.bfloat16).eval()
+    model = AutoModelForSequenceClassification.from_pretrained(model_dir, dtype=torch.float32).eval()
     enc = tok(f"Prompt: {prompt}\nResponse: {response}\nOutcome: {next_state}", return_tensors="pt",
               truncation=True, max_length=2048)
     with torch.no_grad():
