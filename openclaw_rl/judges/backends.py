@@ -41,12 +41,12 @@ import math
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from openclaw_rl.judges.prompts import VERDICT_CONTINUATIONS, VERDICTS, parse_verdict
 
 __all__ = ["BackendScore", "JudgeBackend", "LocalJudgeBackend", "OpenAIJudgeBackend",
-           "build_backend", "default_prm_model_path", "LOCAL_MODES"]
+           "default_prm_model_path", "LOCAL_MODES"]
 
 LOCAL_MODES = ("logprob", "generate")
 
@@ -67,10 +67,13 @@ class BackendScore:
 
 
 class JudgeBackend(abc.ABC):
-    """Interface of a PRM judge backend."""
+    """Interface of a judge backend (PRM votes, or hint-judge answers for the OPD hint judge)."""
 
     #: short description for logs and sample metadata
     name: str = "backend"
+    #: the judge mode (``--prm-mode`` / ``--hint-mode`` value, or ``"endpoint"``), recorded in
+    #: every judgement's details
+    mode: str = "endpoint"
 
     @abc.abstractmethod
     async def score(self, messages: list[dict], n: int) -> BackendScore:
@@ -79,6 +82,21 @@ class JudgeBackend(abc.ABC):
         Raises:
             ValueError: ``n < 1``.
         """
+
+    async def score_input(self, inp, n: int, render: Callable[[Any], list[dict]] | None = None) -> BackendScore:
+        """Return ``n`` votes for one judged turn.
+
+        Args:
+            inp: a :class:`~openclaw_rl.judges.prompts.JudgeInput`.
+            n: votes wanted.
+            render: turns ``inp`` into chat messages (default: the PRM judge prompt,
+                ``inp.messages()``; the OPD hint judge passes its own). Modes that read the turn's
+                fields directly (lexical, channel, prototype, extractive hints) ignore it.
+
+        Raises:
+            ValueError: ``n < 1``.
+        """
+        return await self.score(render(inp) if render else inp.messages(), n)
 
     async def aclose(self) -> None:
         """Release resources (HTTP clients); the default does nothing."""
@@ -191,19 +209,24 @@ class LocalJudgeBackend(JudgeBackend):
         z = sum(math.exp(x - top) for x in lp.values())
         return {v: math.exp(lp[v] - top) / z for v in VERDICTS}
 
-    def _score_logprob(self, messages: list[dict], n: int) -> BackendScore:
+    def votes_from_probs(self, probs: dict[int, float], n: int, key: str) -> BackendScore:
+        """``n`` votes from a verdict distribution: the argmax ``n`` times (``vote="argmax"``; ties
+        go to the first of :data:`VERDICTS` order 1, -1, 0), or ``n`` draws seeded from ``seed`` and
+        ``key`` (``vote="sample"``). Shared by every local mode that yields ``probs``."""
         import torch
 
-        probs = self.verdict_probs(messages)
         if self.vote == "argmax":
             best = max(VERDICTS, key=lambda v: probs[v])
             votes = [best] * n
         else:
-            gen = torch.Generator().manual_seed(_stable_seed(self.seed, repr(messages)))
+            gen = torch.Generator().manual_seed(_stable_seed(self.seed, key))
             weights = torch.tensor([probs[v] for v in VERDICTS], dtype=torch.float64)
             idx = torch.multinomial(weights, n, replacement=True, generator=gen).tolist()
             votes = [VERDICTS[i] for i in idx]
         return BackendScore(votes=votes, probs=probs, texts=[VERDICT_CONTINUATIONS[v] for v in votes])
+
+    def _score_logprob(self, messages: list[dict], n: int) -> BackendScore:
+        return self.votes_from_probs(self.verdict_probs(messages), n, repr(messages))
 
     def _score_generate(self, messages: list[dict], n: int) -> BackendScore:
         import torch
@@ -295,27 +318,3 @@ class OpenAIJudgeBackend(JudgeBackend):
 
     async def aclose(self) -> None:
         await self.client.close()
-
-
-def build_backend(prm_url: str | None = None, prm_model: str | None = None,
-                  prm_api_key: str | None = None, model_path: str | None = None,
-                  mode: str | None = None, **kw) -> JudgeBackend:
-    """Pick a backend from launch settings.
-
-    Args:
-        prm_url: when set (or ``$PRM_URL``), an :class:`OpenAIJudgeBackend` on it, with model
-            ``prm_model`` (or ``$PRM_MODEL``, default ``"default"``) and ``prm_api_key``.
-        model_path: the policy's base model, used by the local backend unless
-            ``$PRM_MODEL_PATH`` is set.
-        mode: local mode, default ``$PRM_MODE`` or ``"logprob"``.
-        **kw: more keyword arguments for the chosen backend class.
-
-    Raises:
-        ValueError: bad mode or settings (from the backend).
-    """
-    url = prm_url or os.environ.get("PRM_URL")
-    if url:
-        return OpenAIJudgeBackend(url, prm_model or os.environ.get("PRM_MODEL") or "default",
-                                  api_key=prm_api_key, **kw)
-    return LocalJudgeBackend(default_prm_model_path(model_path),
-                             mode=mode or os.environ.get("PRM_MODE") or "logprob", **kw)

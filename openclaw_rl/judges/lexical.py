@@ -36,10 +36,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["LexicalVerdict", "lexical_verdict", "lexical_cues", "normalise"]
+from openclaw_rl.judges.backends import BackendScore, JudgeBackend, _check_n
+from openclaw_rl.judges.prompts import VERDICTS, state_text
+
+__all__ = ["LexicalVerdict", "lexical_verdict", "lexical_cues", "normalise", "LexicalBackend", "HybridBackend"]
 
 _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "})
-_TOOL_PREFIX = re.compile(r"^\s*\[tool[^\]]*\]\s*", re.I)
 
 
 def normalise(text: str | None) -> str:
@@ -149,9 +151,8 @@ def lexical_cues(next_state: str | None, role: str | None) -> LexicalVerdict:
     Returns:
         A :class:`LexicalVerdict`.
     """
-    text = normalise(next_state)
+    text = normalise(state_text(next_state, role))
     if role == "tool":
-        text = _TOOL_PREFIX.sub("", text).strip()
         neg = _found(_TOOL_NEGATIVE, _TOOL_NEUTRALISE.sub(" ", text))
         if neg:
             return LexicalVerdict(-1, negative=neg)
@@ -173,3 +174,84 @@ def lexical_verdict(next_state: str | None, role: str | None) -> int:
         role: ``"user"`` or ``"tool"`` (anything else is read as a user message).
     """
     return lexical_cues(next_state, role).verdict
+
+
+class LexicalBackend(JudgeBackend):
+    """``--prm-mode lexical``: :func:`lexical_verdict` as a PRM backend (no model, no prompt).
+
+    ``score_input`` returns the verdict ``n`` times, ``probs`` one-hot on it and the deciding cues
+    as ``texts``. Only ``inp.next_state`` and ``inp.next_state_role`` are read.
+    """
+
+    name = "lexical"
+    mode = "lexical"
+
+    async def score_input(self, inp, n: int, render=None) -> BackendScore:
+        """``n`` identical votes for one :class:`~openclaw_rl.judges.prompts.JudgeInput`.
+
+        Raises:
+            ValueError: ``n < 1``.
+        """
+        _check_n(n)
+        return self.score_state(inp.next_state, inp.next_state_role, n)
+
+    def score_state(self, next_state: str | None, role: str | None, n: int) -> BackendScore:
+        """The lexical votes for a next state and its role (synchronous)."""
+        cues = lexical_cues(next_state, role)
+        why = "; ".join(f"{k}: {', '.join(v)}" for k, v in (("negative", cues.negative), ("positive", cues.positive)) if v)
+        probs = {v: float(v == cues.verdict) for v in VERDICTS}
+        return BackendScore(votes=[cues.verdict] * n, probs=probs, texts=[why or "no cue"] * n)
+
+    async def score(self, messages: list[dict], n: int) -> BackendScore:
+        """Not supported: the lexical PRM reads the next state itself; use :meth:`score_input`.
+
+        Raises:
+            ValueError: always.
+        """
+        raise ValueError("the lexical PRM scores a JudgeInput (next state and role), not judge messages")
+
+
+class HybridBackend(JudgeBackend):
+    """``--prm-mode hybrid``: the lexical verdict where a cue decides, a model mode elsewhere.
+
+    A next state with a correction or praise cue, a tool error, an empty / pending tool result or
+    any other tool output gets the lexical verdict; a user next state without any cue (a bare
+    new question, "I see.", "Tell me more.") is judged by ``fallback`` (default: a
+    :class:`~openclaw_rl.judges.prototype.PrototypeJudgeBackend` on the judge model).
+
+    Args:
+        fallback: the model backend for cue-less user next states (needs ``score_input``).
+    """
+
+    mode = "hybrid"
+
+    def __init__(self, fallback: JudgeBackend):
+        self.fallback = fallback
+        self.lexical = LexicalBackend()
+        self.name = f"hybrid:{fallback.name}"
+        # expose the fallback's model so another judge can share the loaded weights
+        for attr in ("model_path", "model", "tokenizer"):
+            if hasattr(fallback, attr):
+                setattr(self, attr, getattr(fallback, attr))
+
+    async def score_input(self, inp, n: int, render=None) -> BackendScore:
+        """``n`` votes for one :class:`~openclaw_rl.judges.prompts.JudgeInput` (module rules).
+
+        Raises:
+            ValueError: ``n < 1``.
+        """
+        _check_n(n)
+        if inp.next_state_role == "tool" or lexical_cues(inp.next_state, inp.next_state_role).verdict != 0:
+            return self.lexical.score_state(inp.next_state, inp.next_state_role, n)
+        return await self.fallback.score_input(inp, n)
+
+    async def score(self, messages: list[dict], n: int) -> BackendScore:
+        """Not supported (see :class:`LexicalBackend`).
+
+        Raises:
+            ValueError: always.
+        """
+        raise ValueError("the hybrid PRM scores a JudgeInput (next state and role), not judge messages")
+
+    async def aclose(self) -> None:
+        await self.fallback.aclose()

@@ -41,7 +41,7 @@ class PRMTurnJudge:
 
 
 def _build_prm(cfg):
-    from openclaw_rl.judges.backends import build_backend
+    from openclaw_rl.judges.modes import build_backend
     from openclaw_rl.judges.prm import PRMJudge
 
     x = cfg.extra

@@ -1,0 +1,116 @@
+"""PRM judge modes: the ``--prm-mode`` values, how ``auto`` resolves, and the backend of each.
+
+===============  ==================================================================================
+mode             how the verdict is made
+===============  ==================================================================================
+``lexical``      keyword rules over the next state and its role (:mod:`.lexical`); no model
+``hybrid``       ``lexical`` where a cue decides, ``prototype`` for cue-less user next states
+``prototype``    nearest labelled prototype in the judge model's hidden space (:mod:`.prototype`)
+``channel``      noisy channel: ``log P(next state | verdict statement)`` (:mod:`.channel`)
+``logprob``      log-probability of each ``Score: v`` reply to the judge prompt (:mod:`.backends`)
+``generate``     sampled judge answers parsed for ``Score: v`` (:mod:`.backends`)
+``auto``         :data:`DEFAULT_LOCAL_PRM_MODE`, or :data:`NAMED_MODEL_PRM_MODE` when a judge model
+                 is named
+===============  ==================================================================================
+
+With ``--prm-url`` (or ``$PRM_URL``) an OpenAI-compatible endpoint judges instead (mode
+``endpoint``: the judge prompt, answers parsed like ``generate``). Accuracy of every mode on the
+extended judge case set: ``openclaw-rl judge-eval`` and ``docs/judges.md``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from openclaw_rl.judges.backends import (LOCAL_MODES, JudgeBackend, LocalJudgeBackend, OpenAIJudgeBackend,
+                                         default_prm_model_path)
+
+__all__ = ["PRM_MODES", "DEFAULT_LOCAL_PRM_MODE", "NAMED_MODEL_PRM_MODE", "resolve_prm_mode",
+           "make_local_backend", "build_backend"]
+
+#: every ``--prm-mode`` value (``auto`` resolves to one of the others, see :func:`resolve_prm_mode`)
+PRM_MODES = ("auto", "lexical", "hybrid", "prototype", "channel", "logprob", "generate")
+#: the local mode with the best measured agreement on the extended judge case set with the
+#: embedded model (``openclaw-rl judge-eval``; table in docs/judges.md)
+DEFAULT_LOCAL_PRM_MODE = "lexical"
+#: the mode ``auto`` picks when a judge model is named (``--prm-model-path`` / ``PRM_MODEL_PATH``):
+#: a larger model follows the judge prompt, which the embedded 135M model does not
+NAMED_MODEL_PRM_MODE = "logprob"
+
+
+def resolve_prm_mode(mode: str | None, judge_model_named: bool = False) -> str:
+    """The local PRM mode to run.
+
+    Args:
+        mode: a :data:`PRM_MODES` value; None or ``"auto"`` means: :data:`DEFAULT_LOCAL_PRM_MODE`
+            (best measured with the embedded model), or :data:`NAMED_MODEL_PRM_MODE` when
+            ``judge_model_named``.
+        judge_model_named: a judge model was named explicitly (``--prm-model-path``,
+            ``PRM_MODEL_PATH``).
+
+    Raises:
+        ValueError: an unknown mode.
+    """
+    mode = mode or "auto"
+    if mode not in PRM_MODES:
+        raise ValueError(f"--prm-mode must be one of {', '.join(PRM_MODES)}, got {mode!r}")
+    if mode == "auto":
+        return NAMED_MODEL_PRM_MODE if judge_model_named else DEFAULT_LOCAL_PRM_MODE
+    return mode
+
+
+def make_local_backend(mode: str, model_path: str | None = None, **kw) -> JudgeBackend:
+    """The local backend of one resolved PRM mode (``lexical`` loads no model).
+
+    Args:
+        mode: a :data:`PRM_MODES` value other than ``auto``.
+        model_path: the judge model (default :func:`default_prm_model_path`).
+        **kw: passed to the model backend (``vote``, ``seed``, ``model``, ``tokenizer``, ...).
+
+    Raises:
+        ValueError: unknown mode or bad settings.
+    """
+    from openclaw_rl.judges.channel import ChannelJudgeBackend
+    from openclaw_rl.judges.lexical import HybridBackend, LexicalBackend
+    from openclaw_rl.judges.prototype import PrototypeJudgeBackend
+
+    if mode == "lexical":
+        return LexicalBackend()
+    path = model_path or default_prm_model_path()
+    if mode == "hybrid":
+        return HybridBackend(PrototypeJudgeBackend(path, **kw))
+    if mode == "prototype":
+        return PrototypeJudgeBackend(path, **kw)
+    if mode == "channel":
+        return ChannelJudgeBackend(path, **kw)
+    if mode in LOCAL_MODES:
+        return LocalJudgeBackend(path, mode=mode, **kw)
+    raise ValueError(f"unknown PRM mode {mode!r}; choose one of {', '.join(PRM_MODES[1:])}")
+
+
+def build_backend(prm_url: str | None = None, prm_model: str | None = None,
+                  prm_api_key: str | None = None, model_path: str | None = None,
+                  mode: str | None = None, judge_model_named: bool | None = None, **kw) -> JudgeBackend:
+    """Pick a backend from launch settings.
+
+    Args:
+        prm_url: when set (or ``$PRM_URL``), an :class:`OpenAIJudgeBackend` on it, with model
+            ``prm_model`` (or ``$PRM_MODEL``, default ``"default"``) and ``prm_api_key``; the
+            local mode is then not used.
+        model_path: the judge model: ``--prm-model-path`` or the policy's base model, used by the
+            local backend unless ``$PRM_MODEL_PATH`` is set.
+        mode: local mode (:data:`PRM_MODES`), default ``$PRM_MODE`` or ``"auto"``
+            (:func:`resolve_prm_mode`).
+        judge_model_named: a judge model was named explicitly (default: ``$PRM_MODEL_PATH`` is set).
+        **kw: more keyword arguments for the chosen backend class.
+
+    Raises:
+        ValueError: bad mode or settings (from the backend).
+    """
+    url = prm_url or os.environ.get("PRM_URL")
+    if url:
+        return OpenAIJudgeBackend(url, prm_model or os.environ.get("PRM_MODEL") or "default",
+                                  api_key=prm_api_key, **kw)
+    named = bool(os.environ.get("PRM_MODEL_PATH")) if judge_model_named is None else judge_model_named
+    resolved = resolve_prm_mode(mode or os.environ.get("PRM_MODE") or "auto", named)
+    return make_local_backend(resolved, default_prm_model_path(model_path), **kw)
