@@ -58,7 +58,8 @@ def _rx(*patterns: str) -> re.Pattern:
 _USER_NEUTRALISE = _rx(r"\bno (problem|problemo|worries|worry|doubt)\b", r"\bnot (bad|too bad)\b",
                        r"\bnot at all\b", r"\bno need\b", r"\bcan't (thank|complain)\b",
                        r"\bcouldn't (be happier|have said it better|ask for more)\b",
-                       r"\bnothing wrong\b", r"\bno complaints?\b", r"\bno (more )?questions\b")
+                       r"\bnothing wrong\b", r"\bno complaints?\b", r"\bno (more )?questions\b",
+                       r"\b(not|isn't|is not|wasn't) (a|an|any) (problem|issue|big deal)\b")
 
 _USER_NEGATIVE = _rx(
     # explicit corrections
@@ -70,7 +71,9 @@ _USER_NEGATIVE = _rx(
     r"\byou (didn't|did not|don't|do not|haven't|have not|never|still)\b", r"\banswer (my|the) question\b",
     r"\bnot (fixed|solved|working|helpful|useful|clear|enough)\b",
     r"\b(doesn't|does not|didn't|did not|won't|will not|can't|cannot|isn't|is not) (work|compile|run|help|answer|make sense|load|build)",
-    r"\bnot working\b", r"\bbroken\b", r"\bstill (wrong|broken|not|the same|missing|too)\b",
+    r"\bnot working\b", r"\bbroken\b", r"\bare you sure\b", r"\b(close|almost|nearly),? but\b",
+    r"\bbackwards\b", r"\bmixed up\b", r"\bthe other way (round|around)\b", r"\bcould be better\b",
+    r"\b(that|this|it) (isn't|is not|wasn't|was not)\b", r", not (a |an |the )?\w+", r"\bstill (wrong|broken|not|the same|missing|too)\b",
     # retry / redo
     r"\btry again\b", r"\bre-?do\b", r"\bre-?write\b", r"\bre-?phrase\b", r"\bfix (it|this|that)\b",
     r"\bone more time\b", r"\bonce more\b", r"^again\b", r"\b(write|say|do|check|answer|read|look)\b[^.?!]{0,40}\bagain\b",
@@ -97,13 +100,14 @@ _USER_POSITIVE = _rx(
     r"\bfantastic\b", r"\bamazing\b", r"\bspot on\b", r"\bjust right\b", r"\bwell done\b",
     r"\bthat (works|worked|helps|helped|did it|fixed it)\b", r"\b(it|this) (works|worked) (now|perfectly|great|fine)\b",
     r"\bworks (now|perfectly|great|fine)\b", r"\bruns now\b", r"\bfixed\b", r"\bsolved\b",
-    r"\bmakes sense\b", r"\bgot it\b", r"\bhelpful\b", r"\bthat's (right|correct|it)\b",
+    r"\bmakes sense\b", r"(?<!you've )(?<!you have )(?<!you )\bgot it\b", r"\bsweet\b",
+    r"\b(much|way|a lot|so much) better\b", r"\bhelpful\b", r"\bthat's (right|correct|it)\b",
     r"^(yes|yep|yeah|yup|correct|right|sure)\b", r"\bgood (answer|job|point|call)\b", r"\bsounds good\b",
     r"\bi'll (go with|use|take|check|try)\b",
     # moving on to a new request
     r"\bnext (question|one|task|up)\b", r"\bmoving on\b", r"\banother (question|one|thing)\b",
     r"(^|[.!?] )now\b", r"(^|[.!?] )next\b", r"\balso\b", r"(^|[.!?] )what about\b",
-    r"\bnew (question|topic|task)\b",
+    r"\bnew (question|topic|task)\b", r"^(ok|okay|alright|all right),? (and|so|then|now)\b",
 )
 
 # ---------------------------------------------------------------------------------- tool rules
@@ -123,7 +127,8 @@ _TOOL_NEGATIVE = _rx(
 _TOOL_EMPTY = _rx(r"^\(?(no output|empty|none|null|nothing)\)?\.?$", r"^\[\]$", r"^\{\}$", r"^$",
                   r"\bno (results|matches|items|records)( found)?\b", r"\b0 (results|matches|items|records)\b",
                   r"\"(results|items|data|matches)\": ?\[\]",
-                  r"\b(still|is) (running|pending|processing|being generated)\b", r"\bin progress\b")
+                  r"\b(still|is) (running|pending|processing|being generated)\b", r"\bin progress\b",
+                  r"\b(queued|pending|scheduled)\b")
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from openclaw_rl.judges.backends import (LOCAL_MODES, JudgeBackend, LocalJudgeBa
                                          default_prm_model_path)
 
 __all__ = ["PRM_MODES", "DEFAULT_LOCAL_PRM_MODE", "NAMED_MODEL_PRM_MODE", "resolve_prm_mode",
-           "make_local_backend", "build_backend"]
+           "make_local_backend", "build_backend", "HINT_MODES", "DEFAULT_HINT_MODE", "resolve_hint_mode"]
 
 #: every ``--prm-mode`` value (``auto`` resolves to one of the others, see :func:`resolve_prm_mode`)
 PRM_MODES = ("auto", "lexical", "hybrid", "prototype", "channel", "logprob", "generate")
@@ -114,3 +114,27 @@ def build_backend(prm_url: str | None = None, prm_model: str | None = None,
     named = bool(os.environ.get("PRM_MODEL_PATH")) if judge_model_named is None else judge_model_named
     resolved = resolve_prm_mode(mode or os.environ.get("PRM_MODE") or "auto", named)
     return make_local_backend(resolved, default_prm_model_path(model_path), **kw)
+
+
+#: every ``--hint-mode`` value: ``extractive`` (:mod:`.hint_extract`, no model), ``model`` (the judge
+#: model writes the hint: the endpoint at ``--judge-url``, else structured decoding on the local
+#: judge model, :mod:`.hint_backend`), ``auto`` (:func:`resolve_hint_mode`)
+HINT_MODES = ("auto", "extractive", "model")
+#: the hint mode with the best measured share of hints naming the user's preference (docs/judges.md)
+DEFAULT_HINT_MODE = "extractive"
+
+
+def resolve_hint_mode(mode: str | None, judge_named: bool = False) -> str:
+    """The hint mode to run: ``mode``, or for None / ``"auto"``: ``"model"`` when a hint-judge model
+    is named (``--judge-url``, ``--judge-model-path``, ``JUDGE_MODEL_PATH``), else
+    :data:`DEFAULT_HINT_MODE`.
+
+    Raises:
+        ValueError: an unknown mode.
+    """
+    mode = mode or "auto"
+    if mode not in HINT_MODES:
+        raise ValueError(f"--hint-mode must be one of {', '.join(HINT_MODES)}, got {mode!r}")
+    if mode == "auto":
+        return "model" if judge_named else DEFAULT_HINT_MODE
+    return mode

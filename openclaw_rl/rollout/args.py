@@ -1,6 +1,6 @@
 """Command-line flags of the OpenClaw methods (added to slime's parser as an argument group).
 
-Environment fallbacks follow the seed's launch scripts: ``PRM_MODEL_PATH``, ``DATA_PATH``,
+Environment fallbacks follow the seed's launch scripts: ``PRM_MODEL_PATH``, ``PRM_MODE``, ``DATA_PATH``,
 ``MAJORITY_VOTE_N``, ``MAJORITY_VOTE_THRESHOLD``, ``OPENCLAW_API_KEY``, ``OPENCLAW_PORT``,
 ``JUDGE_MODEL_PATH``, ``OPENCLAW_COMBINE_W_OPD``, ``OPENCLAW_COMBINE_W_RL``.
 """
@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import argparse
 import os
+
+from openclaw_rl.judges.modes import (DEFAULT_HINT_MODE, DEFAULT_LOCAL_PRM_MODE, HINT_MODES, NAMED_MODEL_PRM_MODE,
+                                      PRM_MODES)
 
 
 def add_openclaw_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -33,8 +36,11 @@ def add_openclaw_arguments(parser: argparse.ArgumentParser) -> argparse.Argument
     g.add_argument("--prm-url", default=None, help="OpenAI-compatible endpoint for the PRM judge")
     g.add_argument("--prm-model-name", default=None, help="model name at --prm-url")
     g.add_argument("--prm-api-key", default=os.environ.get("PRM_API_KEY") or None)
-    g.add_argument("--prm-mode", choices=["logprob", "generate"], default="logprob",
-                   help="local judge: score verdicts by log-probability (default) or generate them")
+    g.add_argument("--prm-mode", choices=list(PRM_MODES), default=os.environ.get("PRM_MODE") or "auto",
+                   help="local PRM judge mode (env PRM_MODE; docs/judges.md): lexical, hybrid, prototype, "
+                        "channel, logprob or generate; auto (default) = the best measured mode on the embedded "
+                        f"model ({DEFAULT_LOCAL_PRM_MODE}), or {NAMED_MODEL_PRM_MODE} when --prm-model-path / "
+                        "PRM_MODEL_PATH names a judge model")
     g.add_argument("--majority-vote-n", type=int, default=int(os.environ.get("MAJORITY_VOTE_N", "1")),
                    help="judge votes per turn (env MAJORITY_VOTE_N)")
     g.add_argument("--majority-vote-threshold", type=float,
@@ -68,6 +74,11 @@ def add_opd_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     g.add_argument("--judge-url", default=None, help="OpenAI-compatible endpoint for the hint judge")
     g.add_argument("--judge-model-name", default=None, help="model name at --judge-url")
     g.add_argument("--judge-api-key", default=os.environ.get("JUDGE_API_KEY") or None)
+    g.add_argument("--hint-mode", choices=list(HINT_MODES), default="auto",
+                   help="OPD hint judge (docs/judges.md): extractive (the user's corrective sentences), model "
+                        "(the judge model writes the hint: --judge-url, else structured decoding on the local "
+                        f"judge model); auto (default) = {DEFAULT_HINT_MODE}, or model when --judge-url / "
+                        "--judge-model-path / JUDGE_MODEL_PATH names a judge")
     g.add_argument("--hint-min-chars", type=int, default=15,
                    help="hints shorter than this many characters are rejected")
     g.add_argument("--hint-max-new-tokens", type=int, default=64, help="hint budget in tokens")
@@ -106,6 +117,8 @@ def validate_openclaw(extra) -> None:
         raise ValueError("--majority-vote-n must be >= 1")
     if not 0.0 <= extra.get("majority_vote_threshold", 0.5) <= 1.0:
         raise ValueError("--majority-vote-threshold must be in [0, 1]")
+    if extra.get("prm_mode", "auto") not in PRM_MODES:
+        raise ValueError(f"--prm-mode / PRM_MODE must be one of {', '.join(PRM_MODES)}, got {extra['prm_mode']!r}")
     if extra.get("num_judge_workers", 1) < 1:
         raise ValueError("--num-judge-workers must be >= 1")
     if extra.get("data_path"):

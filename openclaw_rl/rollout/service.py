@@ -46,31 +46,37 @@ def _build_prm(cfg):
 
     x = cfg.extra
     backend = build_backend(prm_url=x.get("prm_url"), prm_model=x.get("prm_model_name"),
-                            prm_api_key=x.get("prm_api_key"),
-                            model_path=x.get("prm_model_path") or cfg.model_path, mode=x.get("prm_mode", "logprob"))
+                            prm_api_key=x.get("prm_api_key"), model_path=x.get("prm_model_path") or cfg.model_path,
+                            mode=x.get("prm_mode") or "auto", judge_model_named=bool(x.get("prm_model_path")))
     return PRMJudge(backend, majority_vote_n=x.get("majority_vote_n", 1),
                     threshold=x.get("majority_vote_threshold", 0.5), num_workers=x.get("num_judge_workers", 2))
 
 
 def _build_hint_judge(cfg, prm=None):
-    """The OPD hint judge: ``--judge-url``, else a local model with structured decoding
-    (``--judge-model-path`` / ``JUDGE_MODEL_PATH``, default the policy's base model; it shares
-    the PRM's loaded weights when both are the same local model)."""
+    """The OPD hint judge, by ``--hint-mode`` (:func:`openclaw_rl.judges.modes.resolve_hint_mode`):
+    ``extractive`` (no model); ``model``: ``--judge-url``, else a local model with structured
+    decoding (``--judge-model-path`` / ``JUDGE_MODEL_PATH``, default the policy's base model; it
+    shares the PRM's loaded weights when both are the same local model)."""
     from openclaw_rl.judges.backends import OpenAIJudgeBackend
-    from openclaw_rl.judges.hint_backend import StructuredHintBackend
     from openclaw_rl.judges.hints import HintJudge
+    from openclaw_rl.judges.modes import resolve_hint_mode
 
     x = cfg.extra
+    mode = resolve_hint_mode(x.get("hint_mode"), bool(x.get("judge_url") or x.get("judge_model_path")))
     kw = dict(temperature=x.get("hint_temperature", 0.7))
-    if x.get("judge_url"):
+    if mode == "extractive":
+        from openclaw_rl.judges.hint_extract import ExtractiveHintBackend
+        backend = ExtractiveHintBackend()
+    elif x.get("judge_url"):
         backend = OpenAIJudgeBackend(x["judge_url"], x.get("judge_model_name") or "default",
                                      api_key=x.get("judge_api_key"), max_tokens=x.get("hint_max_new_tokens", 128), **kw)
     else:
+        from openclaw_rl.judges.hint_backend import StructuredHintBackend
         path = x.get("judge_model_path") or cfg.model_path
         shared = getattr(getattr(prm, "backend", None), "model_path", None) == str(path)
         backend = StructuredHintBackend(path, max_new_tokens=x.get("hint_max_new_tokens", 64),
-                                    model=prm.backend.model if shared else None,
-                                    tokenizer=prm.backend.tokenizer if shared else None, **kw)
+                                        model=prm.backend.model if shared else None,
+                                        tokenizer=prm.backend.tokenizer if shared else None, **kw)
     return HintJudge(backend, majority_vote_n=x.get("majority_vote_n", 1), min_chars=x.get("hint_min_chars", 15))
 
 
