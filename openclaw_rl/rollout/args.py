@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from openclaw_rl.judges.modes import (DEFAULT_HINT_MODE, DEFAULT_LOCAL_PRM_MODE, HINT_MODES, NAMED_MODEL_PRM_MODE,
+from openclaw_rl.judges.modes import (DEFAULT_HINT_MODE, DEFAULT_LOCAL_PRM_MODE, HINT_MODES, MODEL_FOLDER_PRM_MODE,
                                       PRM_MODES)
 
 
@@ -39,8 +39,8 @@ def add_openclaw_arguments(parser: argparse.ArgumentParser) -> argparse.Argument
     g.add_argument("--prm-mode", choices=list(PRM_MODES), default=os.environ.get("PRM_MODE") or "auto",
                    help="local PRM judge mode (env PRM_MODE; docs/judges.md): lexical, hybrid, prototype, "
                         "channel, logprob or generate; auto (default) = the best measured mode on the embedded "
-                        f"model ({DEFAULT_LOCAL_PRM_MODE}), or {NAMED_MODEL_PRM_MODE} when --prm-model-path / "
-                        "PRM_MODEL_PATH names a judge model")
+                        f"model ({DEFAULT_LOCAL_PRM_MODE}) for a builtin: judge model, {MODEL_FOLDER_PRM_MODE} "
+                        "for a model folder")
     g.add_argument("--majority-vote-n", type=int, default=int(os.environ.get("MAJORITY_VOTE_N", "1")),
                    help="judge votes per turn (env MAJORITY_VOTE_N)")
     g.add_argument("--majority-vote-threshold", type=float,
@@ -77,8 +77,8 @@ def add_opd_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     g.add_argument("--hint-mode", choices=list(HINT_MODES), default="auto",
                    help="OPD hint judge (docs/judges.md): extractive (the user's corrective sentences), model "
                         "(the judge model writes the hint: --judge-url, else structured decoding on the local "
-                        f"judge model); auto (default) = {DEFAULT_HINT_MODE}, or model when --judge-url / "
-                        "--judge-model-path / JUDGE_MODEL_PATH names a judge")
+                        f"judge model); auto (default) = {DEFAULT_HINT_MODE} for a builtin: judge model, model "
+                        "for --judge-url or a model folder")
     g.add_argument("--hint-min-chars", type=int, default=15,
                    help="hints shorter than this many characters are rejected")
     g.add_argument("--hint-max-new-tokens", type=int, default=64, help="hint budget in tokens")

@@ -47,7 +47,7 @@ def _build_prm(cfg):
     x = cfg.extra
     backend = build_backend(prm_url=x.get("prm_url"), prm_model=x.get("prm_model_name"),
                             prm_api_key=x.get("prm_api_key"), model_path=x.get("prm_model_path") or cfg.model_path,
-                            mode=x.get("prm_mode") or "auto", judge_model_named=bool(x.get("prm_model_path")))
+                            mode=x.get("prm_mode") or "auto")
     return PRMJudge(backend, majority_vote_n=x.get("majority_vote_n", 1),
                     threshold=x.get("majority_vote_threshold", 0.5), num_workers=x.get("num_judge_workers", 2))
 
@@ -62,7 +62,7 @@ def _build_hint_judge(cfg, prm=None):
     from openclaw_rl.judges.modes import resolve_hint_mode
 
     x = cfg.extra
-    mode = resolve_hint_mode(x.get("hint_mode"), bool(x.get("judge_url") or x.get("judge_model_path")))
+    mode = resolve_hint_mode(x.get("hint_mode"), x.get("judge_url"), x.get("judge_model_path") or cfg.model_path)
     kw = dict(temperature=x.get("hint_temperature", 0.7))
     if mode == "extractive":
         from openclaw_rl.judges.hint_extract import ExtractiveHintBackend
