@@ -1,15 +1,19 @@
-"""PRM judge backends: a local frozen transformers model, or any OpenAI-compatible endpoint.
+"""PRM judge backends: the interface, a local frozen transformers model prompted with the judge
+prompt, or any OpenAI-compatible endpoint.
 
-Every backend has one coroutine, ``score(messages, n) -> BackendScore``: it takes the judge chat
-messages of :func:`openclaw_rl.judges.prompts.build_judge_messages` and returns ``n`` votes
-(``1``, ``-1``, ``0`` or ``None`` for an unparseable answer), plus the verdict probabilities when
-the backend has them.
+Every backend has ``score_input(inp, n) -> BackendScore``: it takes one judged turn
+(:class:`~openclaw_rl.judges.prompts.JudgeInput`) and returns ``n`` votes (``1``, ``-1``, ``0`` or
+``None`` for an unparseable answer), plus the verdict probabilities when the backend has them.
+Prompted backends implement ``score(messages, n)`` on the judge chat messages of
+:func:`openclaw_rl.judges.prompts.build_judge_messages`, which ``score_input`` renders; the
+next-state modes (:mod:`.lexical`, :mod:`.prototype`, :mod:`.channel`) override ``score_input``.
+Modes and how ``auto`` picks one: :mod:`openclaw_rl.judges.modes`.
 
 * :class:`LocalJudgeBackend` -- a frozen causal LM loaded with transformers (``PRM_MODEL_PATH``,
   default the policy's base model). Two modes:
 
-  - ``"logprob"`` (default): no free generation. One forward pass over the judge prompt (its
-    KV cache reused), then one small forward pass per verdict reply (``Score: 1``, ``Score: -1``,
+  - ``"logprob"``: no free generation. One forward pass over the judge prompt (its KV cache
+    reused), then one small forward pass per verdict reply (``Score: 1``, ``Score: -1``,
     ``Score: 0``, each followed by the end-of-turn token) gives each reply's log-probability;
     the three are normalised into ``probs``. Votes are the argmax repeated ``n`` times
     (``vote="argmax"``, default) or ``n`` draws from ``probs`` with a generator seeded from
@@ -22,13 +26,9 @@ the backend has them.
   ``parse_verdict``. Requests carry ``X-Turn-Type: side`` so an OpenClaw-RL server used as judge
   never trains on them.
 
-Why ``logprob`` + ``argmax`` is the default for the embedded 135M model (measured on the 12 cases
-of :mod:`openclaw_rl.judges.eval_cases`, n=5 votes, threshold 0.5): ``generate`` gets 16.7 %
-accuracy with 91.7 % invalid votes (SmolLM2-135M rarely writes a ``Score:`` line; it rambles or
-echoes the prompt) and costs ~5x more CPU time; ``logprob`` never yields an invalid vote and gets
-41.7 % accuracy with argmax (25 % with sampled votes, whose flat distributions mostly end in
-ties, i.e. verdict 0). Chance is 33 %: a 135M judge is weak either way; on a GPU use a larger
-``PRM_MODEL_PATH`` or ``--prm-url``.
+On the embedded 135M model both judge-prompt modes are near chance (``openclaw-rl judge-eval``;
+``docs/judges.md``): the model does not follow the judge prompt. ``logprob`` is what ``auto``
+picks for a model folder (a larger judge model), where it is the cheap, never-invalid choice.
 """
 
 from __future__ import annotations
