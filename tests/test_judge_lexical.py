@@ -141,6 +141,7 @@ def test_extractive_hint_takes_the_corrective_sentences():
         "That was far more than 20 words."
     assert extract_hint("Hmm, you forgot what I asked for. Answer in French, please. Please try again.", "user") == \
         "Answer in French, please."
+    assert extract_hint("No, answer in French please.", "user") == "Answer in French please."
     assert extract_hint("Still wrong.", "user") is None  # a failure without an instruction
     assert extract_hint("Thanks, but that's wrong.", "user") is None
     assert extract_hint("Thanks, that's exactly what I wanted.", "user") is None  # not a correction

@@ -241,19 +241,23 @@ def test_opd_advantage_clip():
 
 # ----------------------------------------------------------------------------- judges
 def test_opd_judge_on_a_real_local_judge(tiny_server, tok):
-    """The structured local hint judge on the tiny model: votes parse, and an accepted hint
-    yields teacher prompt ids that decode to the prompt with the hint appended."""
+    """The structured local hint judge on the tiny model: its votes parse and are counted (what the
+    random model decides is not asserted); the accept path, forced with the deterministic
+    extractive hint judge on the same turn, yields teacher prompt ids that decode to the prompt
+    with the hint appended."""
     from openclaw_rl.capture.store import TrajectoryStore
     from openclaw_rl.judges.hint_backend import StructuredHintBackend
+    from openclaw_rl.judges.hint_extract import ExtractiveHintBackend
     from openclaw_rl.judges.hints import HintJudge
     from openclaw_rl.opd.judge import OPDTurnJudge
 
     msgs = [{"role": "user", "content": "hi there"}]
     h = {"Authorization": "Bearer sk-test", "X-Session-Id": "opd-judge"}
     r = httpx.post(tiny_server.base_url + "/chat/completions", headers=h, timeout=120,
-                   json={"messages": msgs, "max_tokens": 4}).json()
+                   json={"messages": msgs, "max_tokens": 4, "seed": 7}).json()
     msgs += [r["choices"][0]["message"], {"role": "user", "content": "No, answer in French please."}]
-    httpx.post(tiny_server.base_url + "/chat/completions", headers=h, timeout=120, json={"messages": msgs, "max_tokens": 4})
+    httpx.post(tiny_server.base_url + "/chat/completions", headers=h, timeout=120,
+               json={"messages": msgs, "max_tokens": 4, "seed": 7})
     store = TrajectoryStore(tiny_server.buffer_dir)
     try:
         turn = store.turns("opd-judge")[0]
@@ -261,15 +265,20 @@ def test_opd_judge_on_a_real_local_judge(tiny_server, tok):
         store.close()
     assert turn.next_state == "No, answer in French please."
     backend = StructuredHintBackend(TINY, max_new_tokens=24)
-    judge = OPDTurnJudge(HintJudge(backend, majority_vote_n=4, min_chars=1), tok)
-    res = asyncio.run(judge.judge(turn))
+    res = asyncio.run(OPDTurnJudge(HintJudge(backend, majority_vote_n=4, min_chars=1), tok).judge(turn))
     d = res.details
     assert d["hint_votes"]["accept"] + d["hint_votes"]["reject"] + d["hint_votes"]["invalid"] == 4
-    # seeded: the tiny model's votes accept (3 of 4 here), so the accept path runs
-    assert res.trainable and d["hint_accepted"] and d["branch"] == "opd" and d["hint_votes"]["accept"] >= 2
+    assert d["hint_mode"] == "structured" and res.trainable == d["hint_accepted"] == (d["hint"] is not None)
+    assert d["branch"] == ("opd" if d["hint_accepted"] else "none")
+    assert res.details == asyncio.run(OPDTurnJudge(HintJudge(backend, majority_vote_n=4, min_chars=1),
+                                                   tok).judge(turn)).details  # seeded from the prompt
+    assert 0.0 <= backend.accept_probability([{"role": "user", "content": "x"}]) <= 1.0
+    res = asyncio.run(OPDTurnJudge(HintJudge(ExtractiveHintBackend(), majority_vote_n=2), tok).judge(turn))
+    d = res.details
+    assert res.trainable and d["hint_accepted"] and d["branch"] == "opd" and d["hint_votes"]["accept"] == 2
+    assert d["hint"] == "Answer in French please." and d["hint_mode"] == "extractive"
     assert f"No, answer in French please.\n\n[Hint: {d['hint']}]" not in tok.decode(d["teacher_prompt_ids"])
     assert f"hi there\n\n[Hint: {d['hint']}]" in tok.decode(d["teacher_prompt_ids"])
-    assert 0.0 <= backend.accept_probability([{"role": "user", "content": "x"}]) <= 1.0
 
 
 # ----------------------------------------------------------------------------- flags

@@ -9,7 +9,8 @@ this mode copies it:
    (:func:`~openclaw_rl.judges.lexical.lexical_verdict`) says ``-1``; anything else is rejected;
 2. a user next state is split into sentences, and each ``"<filler>: <rest>"`` sentence into its
    two sides; the parts made only of filler words ("No, that's not what I asked.", "Please try
-   again.", "Please redo it.", "That's not right") are dropped; the rest, at most
+   again.", "Please redo it.", "That's not right") are dropped, and so are leading filler
+   clauses ("No, answer in French." gives "Answer in French."); the rest, at most
    :data:`~openclaw_rl.judges.hints.MAX_HINT_SENTENCES` sentences, is the hint;
 3. a tool error gives the hint "The previous tool call failed: <error line>. Correct the call
    before using its result." (the first line with an error cue; the last one for a traceback);
@@ -50,7 +51,10 @@ def _is_filler(part: str) -> bool:
 
 
 def _tidy(part: str) -> str:
-    part = part.strip().strip(",;:-").strip()
+    chunks = re.split(r"(?<=,)\s+", part.strip())
+    while len(chunks) > 1 and _is_filler(chunks[0]):  # "No, answer in French." -> "answer in French."
+        chunks.pop(0)
+    part = " ".join(chunks).strip().strip(",;:-").strip()
     return part[:1].upper() + part[1:] if part else part
 
 
