@@ -71,9 +71,9 @@ class JudgeBackend(abc.ABC):
 
     #: short description for logs and sample metadata
     name: str = "backend"
-    #: the judge mode (``--prm-mode`` / ``--hint-mode`` value, or ``"endpoint"``), recorded in
-    #: every judgement's details
-    mode: str = "endpoint"
+    #: the judge mode (a ``--prm-mode`` value, ``"endpoint"``, or a hint mode), recorded in every
+    #: judgement's details; ``"custom"`` for a backend that does not set it
+    mode: str = "custom"
 
     @abc.abstractmethod
     async def score(self, messages: list[dict], n: int) -> BackendScore:
@@ -289,6 +289,7 @@ class OpenAIJudgeBackend(JudgeBackend):
         self.use_n_param, self.seed = use_n_param, seed
         self.extra_headers = {"X-Turn-Type": "side"} if extra_headers is None else dict(extra_headers)
         self.name = f"openai:{base_url}:{model}"
+        self.mode = "endpoint"
 
     async def _request(self, messages: list[dict], n: int, seed: int | None) -> list[str]:
         kw: dict[str, Any] = dict(model=self.model, messages=messages, temperature=self.temperature,
