@@ -1,4 +1,5 @@
-"""``openclaw-rl``: the command line (``serve``, ``export``, ``import``, ``eval``, ``eval-before-after``).
+"""``openclaw-rl``: the command line (``serve``, ``export``, ``import``, ``eval``, ``eval-before-after``,
+``judge-eval``).
 
 Errors are one line on stderr with exit code 2; nothing already recorded is touched.
 """
@@ -76,8 +77,14 @@ def _eval_before_after(argv: list[str]) -> int:
     return before_after_main(argv)
 
 
+def _judge_eval(argv: list[str]) -> int:
+    from openclaw_rl.judges.judge_eval import main as judge_eval_main
+
+    return judge_eval_main(argv)
+
+
 COMMANDS = {"serve": _serve, "export": _export, "import": _import, "eval": _eval,
-            "eval-before-after": _eval_before_after}
+            "eval-before-after": _eval_before_after, "judge-eval": _judge_eval}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -247,9 +247,10 @@ def _opd_judge_turn(tiny_server):
     msgs = [{"role": "user", "content": "hi there"}]
     h = {"Authorization": "Bearer sk-test", "X-Session-Id": "opd-judge"}
     r = httpx.post(tiny_server.base_url + "/chat/completions", headers=h, timeout=120,
-                   json={"messages": msgs, "max_tokens": 4}).json()
+                   json={"messages": msgs, "max_tokens": 4, "seed": 7}).json()
     msgs += [r["choices"][0]["message"], {"role": "user", "content": "No, answer in French please."}]
-    httpx.post(tiny_server.base_url + "/chat/completions", headers=h, timeout=120, json={"messages": msgs, "max_tokens": 4})
+    httpx.post(tiny_server.base_url + "/chat/completions", headers=h, timeout=120,
+               json={"messages": msgs, "max_tokens": 4, "seed": 7})
     store = TrajectoryStore(tiny_server.buffer_dir)
     try:
         turn = store.turns("opd-judge")[0]
@@ -302,6 +303,7 @@ def test_opd_judge_on_a_real_local_judge(tiny_server, tok):
     judge = OPDTurnJudge(HintJudge(backend, majority_vote_n=4, min_chars=1), tok)
     res = asyncio.run(judge.judge(turn))
     d = res.details
+    assert d["hint_mode"] == "structured"
     assert d["hint_votes"]["invalid"] == 0 and d["hint_votes"]["accept"] + d["hint_votes"]["reject"] == 4
     assert res.trainable == d["hint_accepted"] == (d["hint_votes"]["accept"] >= 1 and bool(d["hint"]))
     assert d["branch"] == ("opd" if d["hint_accepted"] else "none")
@@ -309,6 +311,23 @@ def test_opd_judge_on_a_real_local_judge(tiny_server, tok):
     again = asyncio.run(judge.judge(turn)).details
     assert {k: again[k] for k in ("hint_votes", "hint", "hint_accepted")} == \
         {k: d[k] for k in ("hint_votes", "hint", "hint_accepted")}
+
+
+def test_extractive_hint_judge_takes_the_users_correction(tiny_server, tok):
+    """The deterministic extractive hint judge on a recorded correction: every vote accepts, the hint
+    is the user's corrective sentence, appended once to the last user message of the turn's prompt
+    (not to the next state)."""
+    from openclaw_rl.judges.hint_extract import ExtractiveHintBackend
+    from openclaw_rl.judges.hints import HintJudge
+    from openclaw_rl.opd.judge import OPDTurnJudge
+
+    turn = _opd_judge_turn(tiny_server)
+    res = asyncio.run(OPDTurnJudge(HintJudge(ExtractiveHintBackend(), majority_vote_n=2), tok).judge(turn))
+    d = res.details
+    assert res.trainable and d["hint_accepted"] and d["branch"] == "opd" and d["hint_votes"]["accept"] == 2
+    assert d["hint"] == "Answer in French please." and d["hint_mode"] == "extractive"
+    text = tok.decode(d["teacher_prompt_ids"])
+    assert text.count("[Hint: Answer in French please.]") == 1 and "hi there\n\n[Hint: Answer in French please.]" in text
 
 
 # ----------------------------------------------------------------------------- flags

@@ -31,7 +31,10 @@ def _run(script: str, tiny_server, ray_head, tmp_path, extra_env: dict) -> dict:
            "RL_BUFFER_DIR": str(tmp_path / "buf"), "LOG_DIR": str(tmp_path / "logs"), "MAJORITY_VOTE_N": "3",
            "ROLLOUT_ARGS": "--rollout-batch-size 2 --num-rollouts-per-prompt 1 --num-rollout 1 "
                            "--rollout-max-response-len 8",
-           "EXTRA_ARGS": "--hint-min-chars 1 --hint-max-new-tokens 8 --rollout-timeout-s 600", **extra_env}
+           # the model-written judges (on a built-in model auto picks the lexical PRM and extractive
+           # hints, which would reject these "thanks" next states)
+           "EXTRA_ARGS": "--hint-mode model --prm-mode logprob --hint-min-chars 1 --hint-max-new-tokens 8 "
+                         "--rollout-timeout-s 600", **extra_env}
     r = subprocess.run(["bash", str(REPO / script)], env=env, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     rows = [json.loads(line) for p in (tmp_path / "logs").rglob("metrics.jsonl") for line in p.read_text().splitlines()]

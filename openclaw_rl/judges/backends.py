@@ -1,15 +1,19 @@
-"""PRM judge backends: a local frozen transformers model, or any OpenAI-compatible endpoint.
+"""PRM judge backends: the interface, a local frozen transformers model prompted with the judge
+prompt, or any OpenAI-compatible endpoint.
 
-Every backend has one coroutine, ``score(messages, n) -> BackendScore``: it takes the judge chat
-messages of :func:`openclaw_rl.judges.prompts.build_judge_messages` and returns ``n`` votes
-(``1``, ``-1``, ``0`` or ``None`` for an unparseable answer), plus the verdict probabilities when
-the backend has them.
+Every backend has ``score_input(inp, n) -> BackendScore``: it takes one judged turn
+(:class:`~openclaw_rl.judges.prompts.JudgeInput`) and returns ``n`` votes (``1``, ``-1``, ``0`` or
+``None`` for an unparseable answer), plus the verdict probabilities when the backend has them.
+Prompted backends implement ``score(messages, n)`` on the judge chat messages of
+:func:`openclaw_rl.judges.prompts.build_judge_messages`, which ``score_input`` renders; the
+next-state modes (:mod:`.lexical`, :mod:`.prototype`, :mod:`.channel`) override ``score_input``.
+Modes and how ``auto`` picks one: :mod:`openclaw_rl.judges.modes`.
 
 * :class:`LocalJudgeBackend` -- a frozen causal LM loaded with transformers (``PRM_MODEL_PATH``,
   default the policy's base model). Two modes:
 
-  - ``"logprob"`` (default): no free generation. One forward pass over the judge prompt (its
-    KV cache reused), then one small forward pass per verdict reply (``Score: 1``, ``Score: -1``,
+  - ``"logprob"``: no free generation. One forward pass over the judge prompt (its KV cache
+    reused), then one small forward pass per verdict reply (``Score: 1``, ``Score: -1``,
     ``Score: 0``, each followed by the end-of-turn token) gives each reply's log-probability;
     the three are normalised into ``probs``. Votes are the argmax repeated ``n`` times
     (``vote="argmax"``, default) or ``n`` draws from ``probs`` with a generator seeded from
@@ -22,13 +26,9 @@ the backend has them.
   ``parse_verdict``. Requests carry ``X-Turn-Type: side`` so an OpenClaw-RL server used as judge
   never trains on them.
 
-Why ``logprob`` + ``argmax`` is the default for the embedded 135M model (measured on the 12 cases
-of :mod:`openclaw_rl.judges.eval_cases`, n=5 votes, threshold 0.5): ``generate`` gets 16.7 %
-accuracy with 91.7 % invalid votes (SmolLM2-135M rarely writes a ``Score:`` line; it rambles or
-echoes the prompt) and costs ~5x more CPU time; ``logprob`` never yields an invalid vote and gets
-41.7 % accuracy with argmax (25 % with sampled votes, whose flat distributions mostly end in
-ties, i.e. verdict 0). Chance is 33 %: a 135M judge is weak either way; on a GPU use a larger
-``PRM_MODEL_PATH`` or ``--prm-url``.
+On the embedded 135M model both judge-prompt modes are near chance (``openclaw-rl judge-eval``;
+``docs/judges.md``): the model does not follow the judge prompt. ``logprob`` is what ``auto``
+picks for a model folder (a larger judge model), where it is the cheap, never-invalid choice.
 """
 
 from __future__ import annotations
@@ -41,12 +41,12 @@ import math
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from openclaw_rl.judges.prompts import VERDICT_CONTINUATIONS, VERDICTS, parse_verdict
 
 __all__ = ["BackendScore", "JudgeBackend", "LocalJudgeBackend", "OpenAIJudgeBackend",
-           "build_backend", "default_prm_model_path", "LOCAL_MODES"]
+           "default_prm_model_path", "LOCAL_MODES"]
 
 LOCAL_MODES = ("logprob", "generate")
 
@@ -67,10 +67,13 @@ class BackendScore:
 
 
 class JudgeBackend(abc.ABC):
-    """Interface of a PRM judge backend."""
+    """Interface of a judge backend (PRM votes, or hint-judge answers for the OPD hint judge)."""
 
     #: short description for logs and sample metadata
     name: str = "backend"
+    #: the judge mode (a ``--prm-mode`` value, ``"endpoint"``, or a hint mode), recorded in every
+    #: judgement's details; ``"custom"`` for a backend that does not set it
+    mode: str = "custom"
 
     @abc.abstractmethod
     async def score(self, messages: list[dict], n: int) -> BackendScore:
@@ -79,6 +82,21 @@ class JudgeBackend(abc.ABC):
         Raises:
             ValueError: ``n < 1``.
         """
+
+    async def score_input(self, inp, n: int, render: Callable[[Any], list[dict]] | None = None) -> BackendScore:
+        """Return ``n`` votes for one judged turn.
+
+        Args:
+            inp: a :class:`~openclaw_rl.judges.prompts.JudgeInput`.
+            n: votes wanted.
+            render: turns ``inp`` into chat messages (default: the PRM judge prompt,
+                ``inp.messages()``; the OPD hint judge passes its own). Modes that read the turn's
+                fields directly (lexical, channel, prototype, extractive hints) ignore it.
+
+        Raises:
+            ValueError: ``n < 1``.
+        """
+        return await self.score(render(inp) if render else inp.messages(), n)
 
     async def aclose(self) -> None:
         """Release resources (HTTP clients); the default does nothing."""
@@ -191,19 +209,24 @@ class LocalJudgeBackend(JudgeBackend):
         z = sum(math.exp(x - top) for x in lp.values())
         return {v: math.exp(lp[v] - top) / z for v in VERDICTS}
 
-    def _score_logprob(self, messages: list[dict], n: int) -> BackendScore:
+    def votes_from_probs(self, probs: dict[int, float], n: int, key: str) -> BackendScore:
+        """``n`` votes from a verdict distribution: the argmax ``n`` times (``vote="argmax"``; ties
+        go to the first of :data:`VERDICTS` order 1, -1, 0), or ``n`` draws seeded from ``seed`` and
+        ``key`` (``vote="sample"``). Shared by every local mode that yields ``probs``."""
         import torch
 
-        probs = self.verdict_probs(messages)
         if self.vote == "argmax":
             best = max(VERDICTS, key=lambda v: probs[v])
             votes = [best] * n
         else:
-            gen = torch.Generator().manual_seed(_stable_seed(self.seed, repr(messages)))
+            gen = torch.Generator().manual_seed(_stable_seed(self.seed, key))
             weights = torch.tensor([probs[v] for v in VERDICTS], dtype=torch.float64)
             idx = torch.multinomial(weights, n, replacement=True, generator=gen).tolist()
             votes = [VERDICTS[i] for i in idx]
         return BackendScore(votes=votes, probs=probs, texts=[VERDICT_CONTINUATIONS[v] for v in votes])
+
+    def _score_logprob(self, messages: list[dict], n: int) -> BackendScore:
+        return self.votes_from_probs(self.verdict_probs(messages), n, repr(messages))
 
     def _score_generate(self, messages: list[dict], n: int) -> BackendScore:
         import torch
@@ -266,6 +289,7 @@ class OpenAIJudgeBackend(JudgeBackend):
         self.use_n_param, self.seed = use_n_param, seed
         self.extra_headers = {"X-Turn-Type": "side"} if extra_headers is None else dict(extra_headers)
         self.name = f"openai:{base_url}:{model}"
+        self.mode = "endpoint"
 
     async def _request(self, messages: list[dict], n: int, seed: int | None) -> list[str]:
         kw: dict[str, Any] = dict(model=self.model, messages=messages, temperature=self.temperature,
@@ -295,27 +319,3 @@ class OpenAIJudgeBackend(JudgeBackend):
 
     async def aclose(self) -> None:
         await self.client.close()
-
-
-def build_backend(prm_url: str | None = None, prm_model: str | None = None,
-                  prm_api_key: str | None = None, model_path: str | None = None,
-                  mode: str | None = None, **kw) -> JudgeBackend:
-    """Pick a backend from launch settings.
-
-    Args:
-        prm_url: when set (or ``$PRM_URL``), an :class:`OpenAIJudgeBackend` on it, with model
-            ``prm_model`` (or ``$PRM_MODEL``, default ``"default"``) and ``prm_api_key``.
-        model_path: the local judge model (an explicit value always wins; None:
-            :func:`default_prm_model_path`, i.e. ``$PRM_MODEL_PATH`` or the policy's model).
-        mode: local mode, default ``$PRM_MODE`` or ``"logprob"``.
-        **kw: more keyword arguments for the chosen backend class.
-
-    Raises:
-        ValueError: bad mode or settings (from the backend).
-    """
-    url = prm_url or os.environ.get("PRM_URL")
-    if url:
-        return OpenAIJudgeBackend(url, prm_model or os.environ.get("PRM_MODEL") or "default",
-                                  api_key=prm_api_key, **kw)
-    return LocalJudgeBackend(model_path or default_prm_model_path(),
-                             mode=mode or os.environ.get("PRM_MODE") or "logprob", **kw)

@@ -47,6 +47,7 @@ class StructuredHintBackend(LocalJudgeBackend):
         super().__init__(model_path, mode="generate", vote=vote, temperature=temperature,
                          max_new_tokens=max_new_tokens, seed=seed, **kw)
         self.name = f"local-structured:{self.model_path}"
+        self.mode = "structured"
 
     def _reply_logprob(self, prompt_ids: list[int], reply: str) -> float:
         import torch

@@ -35,7 +35,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from openclaw_rl.judges.prompts import _ROLE_LABEL, _content_text, turn_parts
+from openclaw_rl.judges.prompts import _ROLE_LABEL, _content_text, judge_input_for_turn, turn_parts
 
 __all__ = ["HINT_SYSTEM_PROMPT", "MAX_HINT_SENTENCES", "DEFAULT_MIN_HINT_CHARS", "HintVote",
            "HintJudgement", "HintJudge", "build_hint_messages", "hint_messages_for_turn",
@@ -203,12 +203,15 @@ class HintJudgement:
     accepted: whether a hint was selected. hint: the selected hint (None when rejected).
     votes: the parsed votes. n_accept / n_reject / n_invalid: vote counts.
     texts: the raw answers (for inspection; not stored).
+    mode: the hint mode that ran (``extractive``, ``structured`` or ``endpoint``; stored as
+    ``hint_mode``).
     """
 
     accepted: bool
     hint: str | None
     votes: list[HintVote] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
+    mode: str = ""
 
     @property
     def n_accept(self) -> int:
@@ -226,8 +229,9 @@ class HintJudgement:
         return sum(v.decision is None for v in self.votes)
 
     def to_metadata(self) -> dict[str, Any]:
-        """JSON-safe summary (``hint_accepted``, ``hint``, vote counts) for the judgement record."""
-        return {"hint_accepted": self.accepted, "hint": self.hint, "hint_votes": {
+        """JSON-safe summary (``hint_accepted``, ``hint``, vote counts, ``hint_mode``) for the
+        judgement record."""
+        return {"hint_accepted": self.accepted, "hint": self.hint, "hint_mode": self.mode, "hint_votes": {
             "accept": self.n_accept, "reject": self.n_reject, "invalid": self.n_invalid}}
 
 
@@ -240,12 +244,20 @@ def select_hint(votes: Sequence[HintVote]) -> HintJudgement:
     return HintJudgement(best is not None, best, list(votes))
 
 
+def _render_hint_messages(inp) -> list[dict[str, str]]:
+    return build_hint_messages(inp.response_text, inp.next_state, inp.next_state_role, inp.tool_calls,
+                               inp.user_request)
+
+
 class HintJudge:
     """Hint votes for one turn from a text-producing judge backend.
 
     Args:
-        backend: a :class:`~openclaw_rl.judges.backends.JudgeBackend` whose ``score`` returns
-            answer ``texts`` (local ``generate`` mode or :class:`OpenAIJudgeBackend`).
+        backend: a :class:`~openclaw_rl.judges.backends.JudgeBackend` whose ``score_input``
+            returns answer ``texts``: the structured local backend
+            (:class:`~openclaw_rl.judges.hint_backend.StructuredHintBackend`), an
+            :class:`OpenAIJudgeBackend`, or the extractive one
+            (:class:`~openclaw_rl.judges.hint_extract.ExtractiveHintBackend`).
         majority_vote_n: votes per turn (>= 1).
         min_chars: minimum hint length in characters (``--hint-min-chars``).
 
@@ -265,7 +277,16 @@ class HintJudge:
             ValueError: the turn has no next state.
             openai.APIError: an endpoint backend's request failed.
         """
-        res = await self.backend.score(hint_messages_for_turn(turn), self.n)
+        return await self.judge_input(judge_input_for_turn(turn))
+
+    async def judge_input(self, inp) -> HintJudgement:
+        """Vote on one :class:`~openclaw_rl.judges.prompts.JudgeInput` and select its hint.
+
+        Raises:
+            openai.APIError: an endpoint backend's request failed.
+        """
+        res = await self.backend.score_input(inp, self.n, render=_render_hint_messages)
         judgement = select_hint([parse_hint_vote(t, self.min_chars) for t in res.texts])
         judgement.texts = list(res.texts)
+        judgement.mode = getattr(self.backend, "mode", "")
         return judgement

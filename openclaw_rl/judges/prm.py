@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
 from openclaw_rl.judges.backends import JudgeBackend
-from openclaw_rl.judges.prompts import judge_messages_for_turn
+from openclaw_rl.judges.prompts import JudgeInput, judge_input_for_turn
 from openclaw_rl.judges.voting import env_vote_n, env_vote_threshold, majority_vote
 
 __all__ = ["Judgement", "PRMJudge"]
@@ -36,6 +36,8 @@ class Judgement:
         probs: ``{1: p, -1: p, 0: p}`` from a log-prob backend, else None.
         texts: raw judge answers (for inspection).
         backend: the backend's name.
+        mode: the judge mode that ran (``lexical``, ``hybrid``, ``prototype``, ``channel``,
+            ``logprob``, ``generate`` or ``endpoint``); stored as ``prm_mode`` in the metadata.
     """
 
     verdict: int
@@ -45,11 +47,13 @@ class Judgement:
     probs: dict[int, float] | None = None
     texts: list[str] = field(default_factory=list)
     backend: str = ""
+    mode: str = ""
 
     def to_metadata(self) -> dict[str, Any]:
-        """A JSON-safe dict for ``Sample.metadata`` (string keys, texts left out)."""
+        """A JSON-safe dict for ``Sample.metadata`` (string keys, texts left out; ``mode`` as ``prm_mode``)."""
         d = asdict(self)
         d.pop("texts")
+        d["prm_mode"] = d.pop("mode")
         d["counts"] = {str(k): v for k, v in self.counts.items()}
         d["probs"] = None if self.probs is None else {str(k): v for k, v in self.probs.items()}
         return d
@@ -92,14 +96,33 @@ class PRMJudge:
             self._sem, self._sem_loop = asyncio.Semaphore(self.num_workers), loop
         return self._sem
 
-    async def judge_messages(self, messages: list[dict]) -> Judgement:
-        """Judge ready-made judge messages (see :func:`~openclaw_rl.judges.prompts.build_judge_messages`)."""
-        async with self._semaphore():
-            res = await self.backend.score(messages, self.n)
+    def _judgement(self, res) -> Judgement:
         vote = majority_vote(res.votes, self.threshold)
         return Judgement(verdict=vote.verdict, votes=list(res.votes), counts=vote.counts,
                          invalid=vote.n_invalid, probs=res.probs, texts=list(res.texts),
-                         backend=getattr(self.backend, "name", type(self.backend).__name__))
+                         backend=getattr(self.backend, "name", type(self.backend).__name__),
+                         mode=getattr(self.backend, "mode", ""))
+
+    async def judge_messages(self, messages: list[dict]) -> Judgement:
+        """Judge ready-made judge messages (see :func:`~openclaw_rl.judges.prompts.build_judge_messages`).
+
+        Raises:
+            ValueError: the backend reads turns, not messages (``lexical``, ``hybrid``,
+                ``prototype``, ``channel``): use :meth:`judge_input`.
+        """
+        async with self._semaphore():
+            res = await self.backend.score(messages, self.n)
+        return self._judgement(res)
+
+    async def judge_input(self, inp: JudgeInput) -> Judgement:
+        """Judge one :class:`~openclaw_rl.judges.prompts.JudgeInput` (every mode).
+
+        Raises:
+            openai.APIError: an endpoint backend's request failed.
+        """
+        async with self._semaphore():
+            res = await self.backend.score_input(inp, self.n)
+        return self._judgement(res)
 
     async def judge_turn(self, turn: Any) -> Judgement:
         """Judge one TurnRecord-like turn from its next state.
@@ -107,7 +130,7 @@ class PRMJudge:
         Args:
             turn: has ``response_text``, ``next_state``, ``next_state_role`` and optionally
                 ``tool_calls`` and ``messages`` (see
-                :func:`~openclaw_rl.judges.prompts.judge_messages_for_turn`).
+                :func:`~openclaw_rl.judges.prompts.judge_input_for_turn`).
 
         Returns:
             A :class:`Judgement`.
@@ -116,7 +139,7 @@ class PRMJudge:
             ValueError: the turn has no next state.
             openai.APIError: an endpoint backend's request failed.
         """
-        return await self.judge_messages(judge_messages_for_turn(turn))
+        return await self.judge_input(judge_input_for_turn(turn))
 
     async def judge_many(self, turns: Iterable[Any]) -> list[Judgement]:
         """Judge several turns, at most ``num_workers`` at a time; results keep the input order.
@@ -124,8 +147,8 @@ class PRMJudge:
         Raises:
             ValueError: some turn has no next state (checked before any judging starts).
         """
-        batch = [judge_messages_for_turn(t) for t in turns]  # validates every turn first
-        return list(await asyncio.gather(*(self.judge_messages(m) for m in batch)))
+        batch = [judge_input_for_turn(t) for t in turns]  # validates every turn first
+        return list(await asyncio.gather(*(self.judge_input(i) for i in batch)))
 
     async def aclose(self) -> None:
         """Close the backend."""

@@ -9,6 +9,9 @@ reply or the tool result that followed it (the turn's "next state"). It answers 
 * :func:`judge_messages_for_turn` -- the same, from a :class:`~openclaw_rl.capture.store.TurnRecord`
   (or any object with ``response_text``, ``tool_calls``, ``next_state``, ``next_state_role``,
   ``messages``);
+* :class:`JudgeInput` / :func:`judge_input_for_turn` -- the judged turn as fields (request, output,
+  tool calls, next state, role): what every judge backend receives; modes that build their own
+  prompt (or read only the next state) start from it;
 * :data:`VERDICT_CONTINUATIONS` -- the exact verdict strings scored in log-prob mode;
 * :func:`parse_verdict` -- a tolerant parser of a free-form judge answer.
 
@@ -20,11 +23,13 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 __all__ = [
     "VERDICTS", "VERDICT_CONTINUATIONS", "JUDGE_SYSTEM_PROMPT", "build_judge_messages",
-    "judge_messages_for_turn", "format_tool_calls", "parse_verdict", "has_next_state",
+    "judge_messages_for_turn", "format_tool_calls", "parse_verdict", "has_next_state", "JudgeInput",
+    "judge_input_for_turn", "state_text",
 ]
 
 #: The three verdicts, in the order used for probability vectors.
@@ -142,6 +147,18 @@ def turn_parts(response_text: str, next_state: str, next_state_role: str | None,
     return parts
 
 
+_TOOL_MARK_RE = re.compile(r"^\s*\[tool[^\]\n]*\]\s*", re.I)
+
+
+def state_text(next_state: str | None, role: str | None = None) -> str:
+    """The next state as one line of text for next-state-only judges: whitespace collapsed and,
+    for a tool result, the leading ``[tool <id>]`` marker that capture adds removed."""
+    text = next_state or ""
+    if role == "tool":
+        text = _TOOL_MARK_RE.sub("", text)
+    return " ".join(text.split())
+
+
 def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -155,13 +172,37 @@ def has_next_state(turn: Any) -> bool:
     return getattr(turn, "next_state", None) is not None
 
 
-def judge_messages_for_turn(turn: Any, include_request: bool = True) -> list[dict[str, str]]:
-    """:func:`build_judge_messages` from a TurnRecord-like object.
+@dataclass(frozen=True)
+class JudgeInput:
+    """One judged turn as plain fields.
+
+    Attributes:
+        response_text: the assistant's output (raw text; ``<think>`` is dropped when rendered).
+        next_state: the user's reply or the tool result that followed the turn.
+        next_state_role: ``"user"``, ``"tool"`` or None (unknown).
+        tool_calls: the turn's parsed tool calls (OpenAI form) or None.
+        user_request: the last user message before the turn, or None.
+    """
+
+    response_text: str
+    next_state: str
+    next_state_role: str | None = None
+    tool_calls: Sequence[Mapping[str, Any]] | None = None
+    user_request: str | None = None
+
+    def messages(self) -> list[dict[str, str]]:
+        """The PRM judge messages (:func:`build_judge_messages`) for this turn."""
+        return build_judge_messages(self.response_text, self.next_state, self.next_state_role,
+                                    self.tool_calls, self.user_request)
+
+
+def judge_input_for_turn(turn: Any, include_request: bool = True) -> JudgeInput:
+    """A :class:`JudgeInput` from a TurnRecord-like object.
 
     Args:
         turn: has ``response_text``, ``next_state``, ``next_state_role`` and optionally
             ``tool_calls`` and ``messages`` (the prompt messages; the last user message becomes
-            the context line when ``include_request``).
+            ``user_request`` when ``include_request``).
 
     Raises:
         ValueError: the turn has no next state.
@@ -175,9 +216,17 @@ def judge_messages_for_turn(turn: Any, include_request: bool = True) -> list[dic
             if isinstance(m, Mapping) and m.get("role") == "user":
                 request = _content_text(m.get("content"))
                 break
-    return build_judge_messages(getattr(turn, "response_text", "") or "", turn.next_state,
-                                getattr(turn, "next_state_role", None),
-                                getattr(turn, "tool_calls", None), request)
+    return JudgeInput(getattr(turn, "response_text", "") or "", turn.next_state,
+                      getattr(turn, "next_state_role", None), getattr(turn, "tool_calls", None), request)
+
+
+def judge_messages_for_turn(turn: Any, include_request: bool = True) -> list[dict[str, str]]:
+    """:func:`build_judge_messages` from a TurnRecord-like object (see :func:`judge_input_for_turn`).
+
+    Raises:
+        ValueError: the turn has no next state.
+    """
+    return judge_input_for_turn(turn, include_request).messages()
 
 
 # "Score: +1", "score = -1", "**Score:** 0", "Final score: 1" ...

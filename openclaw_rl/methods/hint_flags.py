@@ -19,6 +19,10 @@ class HintFlags:
     judge_url: str | None = flag(None, "OpenAI-compatible endpoint for the hint judge (instead of a local model)")
     judge_model_name: str | None = flag(None, "model name at --judge-url", default_text="default")
     judge_api_key: str | None = flag(None, "API key of --judge-url", env="JUDGE_API_KEY")
+    hint_mode: Literal["auto", "extractive", "model"] = flag(
+        "auto", "OPD hint judge (docs/judges.md): extractive (the user's corrective sentences, no model), model "
+        "(the judge model writes the hint: --judge-url, else structured decoding on the local judge model); auto = "
+        "extractive for a builtin: judge model, model for --judge-url or a model folder")
     hint_min_chars: int = flag(15, "hints shorter than this many characters are rejected", ge=1)
     hint_max_new_tokens: int = flag(64, "hint budget in tokens (local and --judge-url judges)", ge=1)
     hint_temperature: float = flag(0.7, "hint judge sampling temperature", ge=0)

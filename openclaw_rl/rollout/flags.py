@@ -45,8 +45,10 @@ class OpenClawFlags:
                                env="PRM_URL")
     prm_model_name: str | None = flag(None, "model name at --prm-url", env="PRM_MODEL", default_text="default")
     prm_api_key: str | None = flag(None, "API key of --prm-url", env="PRM_API_KEY")
-    prm_mode: Literal["logprob", "generate"] = flag("logprob", "local PRM: score verdicts by log-probability "
-                                                    "or generate them")
+    prm_mode: Literal["auto", "lexical", "hybrid", "prototype", "channel", "logprob", "generate"] = flag(
+        "auto", "local PRM judge mode (docs/judges.md): lexical, hybrid, prototype, channel, logprob or generate; "
+        "auto = the best measured mode on the embedded model (lexical) for a builtin: judge model, logprob for a "
+        "model folder", env="PRM_MODE")
     majority_vote_n: int = flag(1, "judge votes per turn (PRM and hint judge)", env="MAJORITY_VOTE_N", ge=1)
     majority_vote_threshold: float = flag(0.5, "fraction of the valid votes the winning verdict needs, else 0",
                                           env="MAJORITY_VOTE_THRESHOLD", ge=0, le=1)

@@ -40,7 +40,7 @@ def build_prm(cfg: Any):
     Returns:
         A :class:`openclaw_rl.judges.prm.PRMJudge`.
     """
-    from openclaw_rl.judges.backends import build_backend
+    from openclaw_rl.judges.modes import build_backend
     from openclaw_rl.judges.prm import PRMJudge
 
     x: OpenClawFlags = cfg.flags_of("service", OpenClawFlags)
@@ -51,9 +51,10 @@ def build_prm(cfg: Any):
 
 
 def build_hint_judge(cfg: Any, hint: Any, prm: Any = None):
-    """The OPD hint judge: ``--judge-url``, else a local model with structured decoding
-    (``--judge-model-path``, default the policy's base model; it shares the PRM's loaded weights
-    when both are the same local model).
+    """The OPD hint judge, by ``--hint-mode`` (:func:`openclaw_rl.judges.modes.resolve_hint_mode`):
+    ``extractive`` (the user's corrective sentences, no model); ``model``: ``--judge-url``, else a
+    local model with structured decoding (``--judge-model-path``, default the policy's base model;
+    it shares the PRM's loaded weights when both are the same local model).
 
     Args:
         cfg: the run's config (service flags: ``--majority-vote-n``).
@@ -66,9 +67,14 @@ def build_hint_judge(cfg: Any, hint: Any, prm: Any = None):
     from openclaw_rl.judges.backends import OpenAIJudgeBackend
     from openclaw_rl.judges.hint_backend import StructuredHintBackend
     from openclaw_rl.judges.hints import HintJudge
+    from openclaw_rl.judges.modes import resolve_hint_mode
 
     x: OpenClawFlags = cfg.flags_of("service", OpenClawFlags)
-    if hint.judge_url:
+    mode = resolve_hint_mode(hint.hint_mode, hint.judge_url, hint.judge_model_path or cfg.model_path)
+    if mode == "extractive":
+        from openclaw_rl.judges.hint_extract import ExtractiveHintBackend
+        backend = ExtractiveHintBackend()
+    elif hint.judge_url:
         backend = OpenAIJudgeBackend(hint.judge_url, hint.judge_model_name or "default", api_key=hint.judge_api_key,
                                      max_tokens=hint.hint_max_new_tokens, temperature=hint.hint_temperature)
     else:

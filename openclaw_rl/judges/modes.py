@@ -1,0 +1,144 @@
+"""PRM judge modes: the ``--prm-mode`` values, how ``auto`` resolves, and the backend of each.
+
+===============  ==================================================================================
+mode             how the verdict is made
+===============  ==================================================================================
+``lexical``      keyword rules over the next state and its role (:mod:`.lexical`); no model
+``hybrid``       ``lexical`` where a cue decides, ``prototype`` for cue-less user next states
+``prototype``    nearest labelled prototype in the judge model's hidden space (:mod:`.prototype`)
+``channel``      noisy channel: ``log P(next state | verdict statement)`` (:mod:`.channel`)
+``logprob``      log-probability of each ``Score: v`` reply to the judge prompt (:mod:`.backends`)
+``generate``     sampled judge answers parsed for ``Score: v`` (:mod:`.backends`)
+``auto``         :data:`DEFAULT_LOCAL_PRM_MODE` for a built-in judge model (the embedded model it
+                 was measured on), :data:`MODEL_FOLDER_PRM_MODE` for a model folder
+===============  ==================================================================================
+
+With ``--prm-url`` (or ``$PRM_URL``) an OpenAI-compatible endpoint judges instead (mode
+``endpoint``: the judge prompt, answers parsed like ``generate``). Accuracy of every mode on the
+extended judge case set: ``openclaw-rl judge-eval`` and ``docs/judges.md``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from openclaw_rl.judges.backends import (LOCAL_MODES, JudgeBackend, LocalJudgeBackend, OpenAIJudgeBackend,
+                                         default_prm_model_path)
+
+__all__ = ["PRM_MODES", "DEFAULT_LOCAL_PRM_MODE", "MODEL_FOLDER_PRM_MODE", "is_builtin", "resolve_prm_mode",
+           "make_local_backend", "build_backend", "HINT_MODES", "DEFAULT_HINT_MODE", "resolve_hint_mode"]
+
+#: every ``--prm-mode`` value (``auto`` resolves to one of the others, see :func:`resolve_prm_mode`)
+PRM_MODES = ("auto", "lexical", "hybrid", "prototype", "channel", "logprob", "generate")
+#: the mode with the best measured agreement on the extended judge case set with the embedded
+#: model (``openclaw-rl judge-eval``; table in docs/judges.md); ``auto`` picks it for built-in models
+DEFAULT_LOCAL_PRM_MODE = "lexical"
+#: the mode ``auto`` picks for a judge model folder (a checkpoint such as Qwen3-7B): a larger model
+#: follows the judge prompt, which the embedded 135M model does not
+MODEL_FOLDER_PRM_MODE = "logprob"
+
+
+def is_builtin(model_path: str | None) -> bool:
+    """True for the embedded models (``builtin:...`` names; None means the embedded default)."""
+    return model_path is None or str(model_path).startswith("builtin:")
+
+
+def resolve_prm_mode(mode: str | None, judge_model_path: str | None = None) -> str:
+    """The local PRM mode to run.
+
+    Args:
+        mode: a :data:`PRM_MODES` value; None or ``"auto"`` means :data:`DEFAULT_LOCAL_PRM_MODE`
+            (best measured with the embedded model) when the judge model is a built-in model, and
+            :data:`MODEL_FOLDER_PRM_MODE` for a model folder.
+        judge_model_path: the local judge model (``--prm-model-path`` / ``PRM_MODEL_PATH``, else
+            the policy's base model).
+
+    Raises:
+        ValueError: an unknown mode.
+    """
+    mode = mode or "auto"
+    if mode not in PRM_MODES:
+        raise ValueError(f"--prm-mode must be one of {', '.join(PRM_MODES)}, got {mode!r}")
+    if mode == "auto":
+        return DEFAULT_LOCAL_PRM_MODE if is_builtin(judge_model_path) else MODEL_FOLDER_PRM_MODE
+    return mode
+
+
+def make_local_backend(mode: str, model_path: str | None = None, **kw) -> JudgeBackend:
+    """The local backend of one resolved PRM mode (``lexical`` loads no model).
+
+    Args:
+        mode: a :data:`PRM_MODES` value other than ``auto``.
+        model_path: the judge model (default :func:`default_prm_model_path`).
+        **kw: passed to the model backend (``vote``, ``seed``, ``model``, ``tokenizer``, ...).
+
+    Raises:
+        ValueError: unknown mode or bad settings.
+    """
+    from openclaw_rl.judges.channel import ChannelJudgeBackend
+    from openclaw_rl.judges.lexical import HybridBackend, LexicalBackend
+    from openclaw_rl.judges.prototype import PrototypeJudgeBackend
+
+    if mode == "lexical":
+        return LexicalBackend()
+    path = model_path or default_prm_model_path()
+    if mode == "hybrid":
+        return HybridBackend(PrototypeJudgeBackend(path, **kw))
+    if mode == "prototype":
+        return PrototypeJudgeBackend(path, **kw)
+    if mode == "channel":
+        return ChannelJudgeBackend(path, **kw)
+    if mode in LOCAL_MODES:
+        return LocalJudgeBackend(path, mode=mode, **kw)
+    raise ValueError(f"unknown PRM mode {mode!r}; choose one of {', '.join(PRM_MODES[1:])}")
+
+
+def build_backend(prm_url: str | None = None, prm_model: str | None = None,
+                  prm_api_key: str | None = None, model_path: str | None = None,
+                  mode: str | None = None, **kw) -> JudgeBackend:
+    """Pick a backend from launch settings.
+
+    Args:
+        prm_url: when set (or ``$PRM_URL``), an :class:`OpenAIJudgeBackend` on it, with model
+            ``prm_model`` (or ``$PRM_MODEL``, default ``"default"``) and ``prm_api_key``; the
+            local mode is then not used.
+        model_path: the judge model (``--prm-model-path``, else the policy's base model), used by
+            the local backend unless ``$PRM_MODEL_PATH`` is set.
+        mode: local mode (:data:`PRM_MODES`), default ``$PRM_MODE`` or ``"auto"``
+            (:func:`resolve_prm_mode` on the judge model).
+        **kw: more keyword arguments for the chosen backend class.
+
+    Raises:
+        ValueError: bad mode or settings (from the backend).
+    """
+    url = prm_url or os.environ.get("PRM_URL")
+    if url:
+        return OpenAIJudgeBackend(url, prm_model or os.environ.get("PRM_MODEL") or "default",
+                                  api_key=prm_api_key, **kw)
+    path = default_prm_model_path(model_path)
+    return make_local_backend(resolve_prm_mode(mode or os.environ.get("PRM_MODE") or "auto", path), path, **kw)
+
+
+#: every ``--hint-mode`` value: ``extractive`` (:mod:`.hint_extract`, no model), ``model`` (the judge
+#: model writes the hint: the endpoint at ``--judge-url``, else structured decoding on the local
+#: judge model, :mod:`.hint_backend`), ``auto`` (:func:`resolve_hint_mode`)
+HINT_MODES = ("auto", "extractive", "model")
+#: the hint mode with the best measured share of hints naming the user's preference on the
+#: embedded model (docs/judges.md); ``auto`` picks it for built-in judge models
+DEFAULT_HINT_MODE = "extractive"
+
+
+def resolve_hint_mode(mode: str | None, judge_url: str | None = None, judge_model_path: str | None = None) -> str:
+    """The hint mode to run: ``mode``, or for None / ``"auto"``: ``"model"`` when the hint judge is an
+    endpoint (``--judge-url``) or a model folder (``--judge-model-path`` / ``JUDGE_MODEL_PATH``,
+    else the policy's base model), :data:`DEFAULT_HINT_MODE` for a built-in model.
+
+    Raises:
+        ValueError: an unknown mode.
+    """
+    mode = mode or "auto"
+    if mode not in HINT_MODES:
+        raise ValueError(f"--hint-mode must be one of {', '.join(HINT_MODES)}, got {mode!r}")
+    if mode == "auto":
+        return "model" if judge_url or not is_builtin(judge_model_path) else DEFAULT_HINT_MODE
+    return mode
