@@ -16,20 +16,29 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from slime.arguments import FlagSection, SlimeConfig, core_flag_specs, parse_args
+from slime.arguments import FlagSection, SlimeConfig, core_flag_specs, default_method, parse_args
 from slime.flags import flag_specs
 from slime.methods.registry import load_method_class, registered_method_classes
 from slime.services import load_service_class, service_names
 
-__all__ = ["env_fallbacks", "job_runtime_env", "parse_run_args", "run_sections"]
+__all__ = ["env_fallbacks", "job_runtime_env", "parse_run_args", "run_sections", "with_absolute_paths"]
+
+
+class _QuietParser(argparse.ArgumentParser):
+    def error(self, message: str):  # type: ignore[override]
+        raise ValueError(message)
 
 
 def _peek(argv: Sequence[str] | None) -> tuple[str, str | None]:
-    p = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    p.add_argument("--advantage-estimator", default="grpo")
+    p = _QuietParser(add_help=False, allow_abbrev=False)
+    p.add_argument("--advantage-estimator", default=None)
     p.add_argument("--rollout-service", default=None)
-    ns, _ = p.parse_known_args(argv)
-    return ns.advantage_estimator, ns.rollout_service
+    p.add_argument("--n-samples-per-prompt", "--num-rollouts-per-prompt", type=int, default=1)
+    try:
+        ns, _ = p.parse_known_args(argv)
+    except ValueError:  # a malformed value: the full parse names it
+        return default_method(1), None
+    return ns.advantage_estimator or default_method(ns.n_samples_per_prompt), ns.rollout_service
 
 
 def run_sections(method_spec: str, service_spec: str | None) -> list[FlagSection]:
@@ -63,6 +72,16 @@ def parse_run_args(argv: Sequence[str] | None = None, *, environ: Mapping[str, s
     """
     method_spec, service_spec = _peek(argv)
     return parse_args(argv, run_sections(method_spec, service_spec), environ=environ, allow_unknown=allow_unknown)
+
+
+def with_absolute_paths(cfg: SlimeConfig, cwd=None) -> SlimeConfig:
+    """``cfg`` with every path flag (the core's, the method's, the service's) made absolute
+    against the caller's directory (:func:`slime.paths.absolute_paths`)."""
+    from slime.paths import absolute_paths
+
+    specs = [(sec.key, flag_specs(sec.cls)) for sec in run_sections(cfg.advantage_estimator, cfg.rollout_service)
+             if sec.key is not None]
+    return absolute_paths(cfg, specs, cwd)
 
 
 def env_fallbacks() -> list[str]:

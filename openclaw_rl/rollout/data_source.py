@@ -37,14 +37,18 @@ class StoreDataSource:
         max_staleness: drop samples whose ``weight_version`` is more than this many versions
             behind the trainer (None: keep all).
         poll_s: polling period while waiting.
+        prepare: optional callable run on each batch of claimed turns before they become samples
+            (the service gives turns imported as text their ids there); returns the turns.
 
     ``health_check``: optional callable run on every poll of :meth:`take`; what it raises (e.g.
     :class:`slime.plugin_failures.PluginFailureError` when too many judgements of a step failed)
     ends the wait and the run.
     """
 
-    def __init__(self, store: TrajectoryStore, max_staleness: int | None = None, poll_s: float = 0.2):
+    def __init__(self, store: TrajectoryStore, max_staleness: int | None = None, poll_s: float = 0.2,
+                 prepare=None):
         self.store, self.max_staleness, self.poll_s = store, max_staleness, poll_s
+        self.prepare = prepare
         self.health_check = None
         self.current_version = 0
         self.stats: Counter = Counter()
@@ -78,7 +82,8 @@ class StoreDataSource:
         deadline = None if timeout_s is None else time.time() + timeout_s
         out: list[Sample] = []
         while len(out) < n:
-            for turn in self.store.claim_judged(n - len(out)):
+            claimed = self.store.claim_judged(n - len(out))
+            for turn in self.prepare(claimed) if self.prepare and claimed else claimed:
                 judgement = self.store.judgement(turn.id) or {}
                 try:
                     sample = turn_to_sample(turn, judgement.get("reward"), True)
