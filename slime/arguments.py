@@ -134,7 +134,8 @@ class SlimeConfig:
                                      gt=0)
     resume_from_checkpoint: str | None = flag(None, "checkpoint dir, or a save dir (its checkpoint-latest)",
                                               group="checkpoint", env="RESUME_CKPT", path="input")
-    keep_published_versions: int = flag(2, "published weight versions kept under <save>/published (the served "
+    keep_published_versions: int = flag(2, "published weight versions kept under <save>/published (<log-dir>/"
+                                        "published without --save; the served "
                                         "one and the newest before it); older ones are deleted once serving "
                                         "has swapped past them", group="checkpoint", ge=1)
     # plugins

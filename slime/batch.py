@@ -68,7 +68,7 @@ def sampling_params_of(sample: Sample, default_temperature: float = 1.0) -> tupl
 
     The sample's own ``sampling_temperature`` / ``sampling_top_p``; ``default_temperature``
     (``--rollout-temperature``) and 1.0 where unknown. Greedy decoding (temperature 0) gives
-    ``(1.0, 1.0)``: the engine reports the raw log-softmax for it (:class:`openclaw_rl.engine.base.TokenEvent`).
+    ``(1.0, 1.0)``: the serving engine reports the raw log-softmax for greedy tokens.
     """
     t = default_temperature if sample.sampling_temperature is None else sample.sampling_temperature
     p = 1.0 if sample.sampling_top_p is None else sample.sampling_top_p

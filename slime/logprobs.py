@@ -15,8 +15,9 @@ with prompt length ``P`` and response length ``R`` has its response log-probs at
 
 Sampling parameters: the log-probs are those of the distribution the serving engine sampled
 from, per sample: logits divided by the sample's temperature and, with top-p below 1, restricted
-to the nucleus and renormalised (the engine reports renormalised nucleus log-probs too, see
-:mod:`openclaw_rl.engine.sampling`), so at identical weights they match the rollout log-probs.
+to the nucleus and renormalised (the serving engine reports renormalised nucleus log-probs too;
+docs/plugins.md, "What the trainer recomputes"), so at identical weights they match the rollout
+log-probs.
 
 Follows slime's ``compute_log_probs``/``calculate_log_probs_and_entropy`` (THUDM/slime), the
 chunked cross-entropy of Liger-Kernel / prime-rl, and divides logits by the sampling temperature
@@ -112,7 +113,7 @@ _TOP_P_ROWS = 64
 def nucleus_drop_mask(logits_N_V: torch.Tensor, top_p_N: torch.Tensor,
                       keep_N: torch.Tensor | None = None) -> torch.Tensor:
     """Tokens outside each row's nucleus (top-p, Holtzman et al. 2020), as the serving engine
-    cuts it (:func:`openclaw_rl.engine.sampling.sample_next_token`: the smallest prefix of the
+    cuts it (the serving engine's ``sample_next_token``: the smallest prefix of the
     tokens sorted by probability whose mass reaches ``top_p``; ties keep the sort's order).
 
     Args:

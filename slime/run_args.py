@@ -101,18 +101,28 @@ def env_fallbacks() -> list[str]:
 def job_runtime_env(environ: Mapping[str, str] | None = None) -> dict:
     """A Ray ``runtime_env`` carrying the environment fallbacks set in ``environ`` into a job
     (a submitted job does not inherit the submitting shell's environment). Values of ``*_PATH``
-    variables that name an existing local file or folder are made absolute (the job runs in
-    another working directory). ``*_API_KEY`` variables are left out: Ray shows a job's
-    runtime_env on its dashboard; keys reach a job through the Ray head's environment or a flag."""
+    variables that name an existing local file or folder (relative to ``SLIME_CALLER_CWD``, else
+    the working directory) are made absolute (the job runs in another working directory). ``*_API_KEY`` variables are left out: Ray shows a job's
+    runtime_env on its dashboard; keys reach a job through the Ray head's environment or a flag.
+    ``SLIME_CALLER_CWD`` (the launch scripts set it) is carried too, so the job takes every other
+    relative path against the caller's directory (:mod:`slime.paths`), and
+    ``RAY_JOB_STOP_WAIT_TIME_S`` (default 60) gives a stopped job time to shut its server down."""
+    from slime.paths import CALLER_CWD_ENV
+
     environ = os.environ if environ is None else environ
     out = {}
+    if environ.get(CALLER_CWD_ENV, "").strip():  # relative paths in the job mean the caller's
+        out[CALLER_CWD_ENV] = environ[CALLER_CWD_ENV]
+    # `ray job stop` (Ctrl-C in a launch script) gives the trainer time to stop its server and judges
+    out["RAY_JOB_STOP_WAIT_TIME_S"] = environ.get("RAY_JOB_STOP_WAIT_TIME_S", "60")
     for name in env_fallbacks():
         value = environ.get(name, "").strip()
         if name.endswith("_API_KEY"):
             continue
         if value:
-            if name.endswith("_PATH") and Path(value).exists():
-                value = str(Path(value).resolve())
+            local = Path(environ.get(CALLER_CWD_ENV) or Path.cwd()) / os.path.expanduser(value)
+            if name.endswith("_PATH") and local.exists():
+                value = str(local.resolve())
             out[name] = value
     return {"env_vars": out}
 

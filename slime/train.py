@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import sys
 import time
 import traceback
@@ -55,10 +56,17 @@ def check_run(cfg) -> list[str]:
     from slime.rollout_plugins import rollout_choice
     from slime.services import load_service_class
 
-    if not cfg.num_rollout:
-        raise ConfigError("--num-rollout is required")
-    for warning in load_service_class(cfg.rollout_service).check(cfg):
+    service_cls = load_service_class(cfg.rollout_service)
+    for warning in service_cls.check(cfg):
         log.warning("%s", warning)
+    if cfg.resume_from_checkpoint:
+        from slime.checkpoint import resolve_checkpoint_dir
+        try:
+            resolve_checkpoint_dir(cfg.resume_from_checkpoint)
+        except FileNotFoundError as exc:
+            raise ConfigError(f"--resume-from-checkpoint {cfg.resume_from_checkpoint}: {exc}") from None
+    if not cfg.num_rollout and num_rollout(cfg) is None:
+        raise ConfigError("--num-rollout is required (the number of train steps; only offline data has a default)")
     method = load_method_class(cfg.advantage_estimator)(cfg)
     lines = check_plugins(cfg, method)
     method.validate()
@@ -70,6 +78,17 @@ def check_run(cfg) -> list[str]:
         raise ConfigError(f"--loss-type policy_loss contradicts --advantage-estimator {cfg.advantage_estimator}, "
                           f"whose loss is {method.loss_function()}; drop --loss-type")
     return lines
+
+
+def num_rollout(cfg) -> int | None:
+    """The run's number of steps: ``--num-rollout``, else the rollout service's default
+    (``default_num_rollout(cfg)``, e.g. one pass over offline data), else None."""
+    if cfg.num_rollout:
+        return int(cfg.num_rollout)
+    from slime.services import load_service_class
+
+    default = getattr(load_service_class(cfg.rollout_service), "default_num_rollout", None)
+    return default(cfg) if default is not None else None
 
 
 def train(cfg, logger: MetricsLogger | None = None) -> dict:
@@ -95,6 +114,9 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
     from slime.methods.registry import load_method_class
     from slime.ray_actors import RolloutManager, TrainActor, init_ray
 
+    if not cfg.num_rollout:
+        cfg = cfg.replace(num_rollout=num_rollout(cfg))
+        log.info("--num-rollout %d (the rollout service's default)", cfg.num_rollout)
     init_ray()
     method = load_method_class(cfg.advantage_estimator)(cfg)  # lives for the whole run
     logger = logger or MetricsLogger(cfg.log_dir)
@@ -110,8 +132,15 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
             ray.get(manager.publish_weights.remote(path, version))
             summary["resumed_weight_version"] = version
         pending = manager.generate.remote(start)
+        saved_step, cursor = start, None
         for rollout_id in range(start, cfg.num_rollout):
             rollout_samples, rollout_metrics = ray.get(pending)
+            if not rollout_samples:  # a finite source (offline data) is used up
+                log.info("the rollout returned no samples (its data is used up): stopping after step %d", rollout_id)
+                if cfg.save and saved_step != rollout_id:
+                    ray.get(trainer.save.remote(rollout_id, cursor))
+                summary["stopped_early"] = True
+                break
             last = rollout_id + 1 == cfg.num_rollout
             if cfg.async_train and not last:
                 pending = manager.generate.remote(rollout_id + 1)  # overlaps with training
@@ -126,8 +155,10 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
                 raise
             step = rollout_id + 1
             ray.get(manager.mark_trained.remote(rollout_samples, step))  # dropped ones too: consumed
+            cursor = max([s.source_id or 0 for s in rollout_samples] + ([cursor] if cursor is not None else []))
             if cfg.save and ((cfg.save_interval and step % cfg.save_interval == 0) or last):
-                ray.get(trainer.save.remote(step, max((s.source_id or 0) for s in rollout_samples)))
+                ray.get(trainer.save.remote(step, cursor))
+                saved_step = step
             path, version = ray.get(trainer.export_weights.remote())
             served = ray.get(manager.publish_weights.remote(path, version))
             ray.get(trainer.prune_published.remote(served))  # serving has swapped past the older ones
@@ -152,6 +183,19 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
     return summary
 
 
+def _interrupt_on_sigterm() -> None:
+    """SIGTERM (``ray job stop``, the launch scripts' Ctrl-C) raises KeyboardInterrupt in the main
+    thread, so :func:`run_loop` shuts the rollout service down (the server it started, the judges)
+    before the process ends."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    try:
+        signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave the default
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns the exit code (2 on a configuration error).
 
@@ -167,8 +211,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"slime/train.py: error: {exc}", file=sys.stderr)
         return 2
     from slime.plugin_failures import plugin_error_message
+    _interrupt_on_sigterm()
     try:
         summary = run_loop(cfg)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM from `ray job stop`: run_loop shut the service down
+        print("slime/train.py: stopped; the rollout service (server, judges) was shut down", file=sys.stderr)
+        return 130
     except Exception as exc:  # one line naming the cause; the full traceback goes to a file
         message = plugin_error_message(exc)  # already names the plugin and what it did
         if message is None:

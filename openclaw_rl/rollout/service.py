@@ -134,7 +134,7 @@ class OpenClawRolloutService:
             self.server_url = self.server.base_url.rsplit("/v1", 1)[0]
         self.text_turns.tokenize_all()  # imported turns without ids, before anything judges them
         self.data_source = StoreDataSource(self.store, max_staleness=cfg.max_staleness,
-                                           prepare=self.text_turns.ensure_ids)
+                                           prepare=self.text_turns.ensure_ids, finite=bool(x.data_path))
         self.judge_loop = None
         if not cfg.prompt_data:  # prompt-dataset rollouts reward inside the rollout
             from slime.plugin_failures import FailureBudget
@@ -153,6 +153,19 @@ class OpenClawRolloutService:
         if cfg.prompt_data:
             return RolloutChoice(PROMPT_ROLLOUT, groups=True, generates=True)
         return RolloutChoice(LIVE_ROLLOUT, groups=False, generates=False)
+
+    @classmethod
+    def default_num_rollout(cls, cfg: Any) -> int | None:
+        """Offline (``--data-path``): one pass over the file, ``ceil(main turns /
+        --rollout-batch-size)`` steps (the last batch may be short: offline data ends, see
+        :class:`StoreDataSource`); live traffic: None (``--num-rollout`` is required)."""
+        x = cfg.flags_of("service", OpenClawFlags)
+        if not x.data_path or not os.path.isfile(x.data_path):
+            return None
+        from openclaw_rl.capture.export import read_session_file
+        from openclaw_rl.capture.records import TurnType
+        n = sum(t.turn_type == TurnType.MAIN for _, turns in read_session_file(x.data_path) for t in turns)
+        return max(1, -(-n // cfg.rollout_batch_size))
 
     @classmethod
     def default_generate(cls) -> str:
