@@ -44,13 +44,20 @@ def _import(argv: list[str]) -> int:
                                 description="Load sessions (JSON Lines, seed format) into a trajectory store.")
     p.add_argument("file")
     p.add_argument("--rl-buffer-dir", required=True)
+    p.add_argument("--model-path", default=None,
+                   help="tokenize turns without ids now, with this model's chat template (else the training "
+                        "job does it with its policy's, before judging)")
     a = p.parse_args(argv)
     if not Path(a.file).is_file():
         raise ValueError(f"no such file: {a.file}")
     parsed = read_session_file(a.file)  # validate everything before touching the store
+    tokenizer = None
+    if a.model_path:
+        from openclaw_rl.models import load_tokenizer
+        tokenizer = load_tokenizer(a.model_path)
     store = TrajectoryStore(a.rl_buffer_dir)
     try:
-        sessions, turns = import_sessions(store, parsed)
+        sessions, turns = import_sessions(store, parsed, tokenizer=tokenizer)
     finally:
         store.close()
     skipped = len(parsed) - sessions

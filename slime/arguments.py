@@ -29,6 +29,7 @@ __all__ = [
     "SlimeConfig",
     "build_parser",
     "core_flag_specs",
+    "default_method",
     "parse_args",
     "validate_config",
 ]
@@ -44,8 +45,9 @@ class SlimeConfig:
 
     Every flag field mirrors the slime flag of the same name (dashes become underscores).
     Derived defaults are already resolved by :func:`parse_args`: ``global_batch_size``,
-    ``eps_clip_high`` and ``loss_type`` are never ``None``; with ``use_lora`` neither are
-    ``lora_rank`` / ``lora_alpha`` / ``lora_dropout``. ``sections`` holds the values of the
+    ``eps_clip_high``, ``loss_type`` and ``advantage_estimator`` are never ``None``; any
+    ``--lora-*`` flag sets ``use_lora``, and with ``use_lora`` neither ``lora_rank`` /
+    ``lora_alpha`` / ``lora_dropout`` is ``None``. ``sections`` holds the values of the
     method's and the rollout service's flags (read-only mappings keyed ``"method"`` /
     ``"service"``), also readable as attributes (``cfg.prm_model_path``), so the config is the
     ``args`` slime-style plugins get. ``explicit`` names the flags given on the command line;
@@ -59,8 +61,20 @@ class SlimeConfig:
     num_rollout: int | None = flag(None, "rollout steps (one optimizer update of --rollout-batch-size samples "
                                    "each) to run; slime/train.py requires it", group="rollout", gt=0)
     rollout_max_response_len: int = flag(2048, "most tokens sampled per response", group="rollout", ge=1)
-    rollout_temperature: float = flag(1.0, "sampling temperature; log-probs are computed at it", group="rollout",
-                                      gt=0)
+    rollout_max_context_len: int | None = flag(None, "most prompt + response tokens of a trained sample; a "
+                                               "longer one is cut or dropped (--context-overflow), counted and "
+                                               "named in a warning", group="rollout", ge=2,
+                                               default_text="the model's context window")
+    context_overflow: Literal["truncate", "drop"] = flag("truncate", "a sample longer than "
+                                                         "--rollout-max-context-len: keep its first tokens "
+                                                         "(truncate) or leave it out (drop)", group="rollout")
+    truncated_replies: Literal["mask", "train"] | None = flag(
+        None, "replies cut at the token limit (finish_reason length): mask them out of the loss, or train "
+        "them like complete replies; counted either way", group="rollout",
+        default_text="mask for judged live turns, train for rollouts that generate (--prompt-data)")
+    rollout_temperature: float = flag(1.0, "sampling temperature of requests that set none; the trainer "
+                                      "computes each sample's log-probs at its own recorded temperature and "
+                                      "top-p, at this one where none was recorded", group="rollout", gt=0)
     max_staleness: int | None = flag(None, "drop samples whose weight_version lags the trainer by more "
                                      "versions (none: no bound)", group="rollout", ge=0)
     # batching
@@ -79,9 +93,12 @@ class SlimeConfig:
     loss_type: Literal["policy_loss", "custom_loss"] | None = flag(
         None, "policy_loss: the PPO loss (or the method's own); custom_loss: --custom-loss-function-path",
         group="loss", default_text="custom_loss with --custom-loss-function-path, else policy_loss")
-    advantage_estimator: str = flag("grpo", "the method: a registered name (see 'methods' below) or "
-                                    "path/to/method.py:Class (a slime.methods.Method)", group="loss",
-                                    metavar="NAME|FILE.py:Class")
+    advantage_estimator: str | None = flag(None, "the method: a registered name (see 'methods' below) or "
+                                           "path/to/method.py:Class (a slime.methods.Method)", group="loss",
+                                           metavar="NAME|FILE.py:Class", path="plugin",
+                                           default_text="grpo with --n-samples-per-prompt >= 2, else broadcast "
+                                           "(the reward as every token's advantage, as slime's grpo with "
+                                           "--disable-rewards-normalization)")
     disable_grpo_std_normalization: bool = flag(False, "GRPO: subtract the group mean only (Dr. GRPO)",
                                                 group="loss")
     disable_rewards_normalization: bool = flag(False, "GRPO: use raw rewards as advantages (no group mean/std)",
@@ -99,9 +116,11 @@ class SlimeConfig:
     tis_cap: float = flag(2.0, "TIS weight cap", group="loss", gt=0)
     # model
     model_path: str | None = flag(None, "policy checkpoint: a Hugging Face folder or a registered name "
-                                  "(builtin:smollm2-135m)", group="model", names=("--model-path", "--hf-checkpoint"))
+                                  "(builtin:smollm2-135m)", group="model", names=("--model-path", "--hf-checkpoint"),
+                                  path="model")
     seed: int = flag(1234, "torch seed (LoRA init and anything random in the trainer)", group="model")
-    use_lora: bool = flag(False, "train a LoRA adapter (peft) instead of all weights", group="model")
+    use_lora: bool = flag(False, "train a LoRA adapter (peft) instead of all weights (any --lora-* flag "
+                          "turns it on)", group="model")
     lora_rank: int | None = flag(None, "LoRA rank", group="model", gt=0, default_text="16 with --use-lora")
     lora_alpha: float | None = flag(None, "LoRA alpha", group="model", gt=0, default_text="2 * rank")
     lora_dropout: float | None = flag(None, "LoRA dropout, in [0, 1)", group="model", ge=0, lt=1,
@@ -109,32 +128,41 @@ class SlimeConfig:
     lora_target_modules: tuple[str, ...] | None = flag(None, "module names to adapt", group="model",
                                                        default_text="q_proj k_proj v_proj o_proj")
     # checkpoint
-    save: str | None = flag(None, "checkpoint directory", group="checkpoint", names=("--save", "--save-dir"))
+    save: str | None = flag(None, "checkpoint directory", group="checkpoint", names=("--save", "--save-dir"),
+                            path="output")
     save_interval: int | None = flag(None, "save every N train steps (and after the last)", group="checkpoint",
                                      gt=0)
     resume_from_checkpoint: str | None = flag(None, "checkpoint dir, or a save dir (its checkpoint-latest)",
-                                              group="checkpoint")
+                                              group="checkpoint", env="RESUME_CKPT", path="input")
+    keep_published_versions: int = flag(2, "published weight versions kept under <save>/published (<log-dir>/"
+                                        "published without --save; the served "
+                                        "one and the newest before it); older ones are deleted once serving "
+                                        "has swapped past them", group="checkpoint", ge=1)
     # plugins
     custom_loss_function_path: str | None = flag(None, f"loss plugin: {_PLUGIN} (compute_loss / loss_function; "
-                                                 "docs/plugins.md)", group="plugins")
+                                                 "docs/plugins.md)", group="plugins", path="plugin")
     rollout_function_path: str | None = flag(None, "rollout plugin generate_rollout(args, rollout_id, data_source, "
-                                             "evaluation=False)", group="plugins")
+                                             "evaluation=False)", group="plugins", path="plugin")
     custom_generate_function_path: str | None = flag(None, "generate plugin generate(args, sample, "
-                                                     "sampling_params), with --prompt-data", group="plugins")
+                                                     "sampling_params), with --prompt-data", group="plugins",
+                                                     path="plugin")
     custom_rm_path: str | None = flag(None, "reward plugin: get_reward_model(config) or reward(args, sample)",
-                                      group="plugins")
+                                      group="plugins", path="plugin")
     max_plugin_failure_fraction: float = flag(0.5, "stop the run when more than this fraction of a step's "
                                               "samples failed in a generate or reward plugin (or judge)",
                                               group="plugins", ge=0, le=1)
     prompt_data: str | None = flag(None, "JSONL prompt dataset: train with the prompt-dataset rollout, which "
-                                   "generates through the rollout service (the generate hook)", group="plugins")
+                                   "generates through the rollout service (the generate hook); found like "
+                                   "plugin files", group="plugins", path="data")
     input_key: str = flag("prompt", "--prompt-data field holding the prompt", group="plugins")
     label_key: str = flag("label", "--prompt-data field holding the label", group="plugins")
     # loop
     async_train: bool = flag(False, "collect the next rollout while the current step trains", group="loop")
     rollout_service: str | None = flag(None, "what serves, collects and judges: a registered name or "
-                                       "path/to/file.py:Class", group="loop", default_text="the registered one")
-    log_dir: str = flag("logs", "training.log, metrics JSONL, TensorBoard, plot, error.log", group="loop")
+                                       "path/to/file.py:Class", group="loop", default_text="the registered one",
+                                       path="plugin")
+    log_dir: str = flag("logs", "training.log, metrics JSONL, TensorBoard, plot, error.log", group="loop",
+                        path="output")
     # not flags
     sections: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: types.MappingProxyType({}))
     explicit: frozenset[str] = frozenset()
@@ -308,10 +336,10 @@ def _owned(name: str, sections: Sequence[FlagSection]) -> bool:
 
 def _resolve_defaults(core: dict[str, Any], explicit: set[str]) -> dict[str, Any]:
     core = dict(core)
-    if not core["use_lora"]:
-        for name in ("lora_rank", "lora_alpha", "lora_dropout", "lora_target_modules"):
-            if core[name] is not None:
-                raise ConfigError(f"--{name.replace('_', '-')} needs --use-lora")
+    if any(core[name] is not None for name in ("lora_rank", "lora_alpha", "lora_dropout", "lora_target_modules")):
+        core["use_lora"] = True  # the seed's LORA_ARGS="--lora-rank 64 --lora-alpha 128 --lora-dropout 0.05"
+    if core["advantage_estimator"] is None:
+        core["advantage_estimator"] = default_method(core["n_samples_per_prompt"])
     if core["global_batch_size"] is None:
         core["global_batch_size"] = core["rollout_batch_size"] * core["n_samples_per_prompt"]
     if core["eps_clip_high"] is None:
@@ -326,6 +354,14 @@ def _resolve_defaults(core: dict[str, Any], explicit: set[str]) -> dict[str, Any
         raise ConfigError("--loss-type policy_loss contradicts --custom-loss-function-path (which needs "
                           "--loss-type custom_loss); drop one of them")
     return core
+
+
+def default_method(n_samples_per_prompt: int) -> str:
+    """The method when ``--advantage-estimator`` is not given: ``grpo`` for groups of
+    ``--n-samples-per-prompt >= 2`` samples, else ``broadcast`` (each sample's reward is the
+    advantage of its tokens: what slime's ``grpo`` with ``--disable-rewards-normalization`` does
+    for the single-sample turns of live traffic, and what the seed's plugin example needs)."""
+    return "grpo" if n_samples_per_prompt >= 2 else "broadcast"
 
 
 def validate_config(cfg: SlimeConfig) -> None:

@@ -73,7 +73,8 @@ LossFn = Callable[[LossInputs, PolicyLossConfig], LossOutputs]
 #: metric keys every :meth:`TrainingBackend.train_step` result holds (skipped steps included).
 _BASE_METRICS = (
     "loss", "pg_loss", "pg_clipfrac", "approx_kl", "kl_loss", "entropy", "grad_norm",
-    "n_samples", "n_trained_samples", "n_tokens", "n_seq_tokens", "train_rollout_logprob_abs_diff",
+    "n_samples", "n_trained_samples", "n_tokens", "n_seq_tokens", "n_tokens_without_engine_logprobs",
+    "train_rollout_logprob_abs_diff",
     "train_rollout_logprob_abs_diff_max", "staleness_mean", "staleness_min", "staleness_max",
     "tokens_per_s", "step_time_s", "skipped", "weight_version",
 )
@@ -107,9 +108,10 @@ class TrainingBackend(BackendIOMixin):
         dtype: dtype of the loaded model (default float32); ignored when ``model`` is given.
         loss_fn: loss with :func:`slime.losses.policy_loss`'s signature; default ``policy_loss``.
             This is the hook ``--custom-loss-function-path`` plugs into (load the function, pass it).
-        temperature: temperature the log-probs are computed at, to match the engine's sampling
-            log-probs (default ``cfg.rollout_temperature``). Top-p renormalisation in the engine
-            is not reproduced, so sample at ``top_p = 1`` for exact agreement.
+        temperature: temperature the log-probs of samples that recorded none are computed at
+            (default ``cfg.rollout_temperature``); every other sample's log-probs use its own
+            ``sampling_temperature`` and ``sampling_top_p`` (the renormalised nucleus, as the
+            engine reports them), see :func:`slime.batch.sampling_params_of`.
         logprob_chunk_size: LM-head chunk of :func:`compute_token_logprobs`.
         recompute_old_logprobs: ``True`` (default): old log-probs come from a separate no-grad
             eval-mode pass before the update (slime's recompute). ``False``: the grad pass's own
@@ -233,9 +235,33 @@ class TrainingBackend(BackendIOMixin):
         b = mb.batch
         return compute_token_logprobs(
             model, b.input_ids_B_T, b.attention_mask_B_T, b.response_mask_B_T,
-            chunk_size=self.logprob_chunk_size, temperature=self.temperature, return_entropy=entropy,
-            extra_ids_B_T_K=b.teacher_topk_ids_B_T_K if topk else None,
+            chunk_size=self.logprob_chunk_size, temperature=b.temperature_B, top_p=b.top_p_B,
+            return_entropy=entropy, extra_ids_B_T_K=b.teacher_topk_ids_B_T_K if topk else None,
         )
+
+    def collate(self, samples: Sequence[Sample]) -> SampleBatch:
+        """``samples`` as a :class:`SampleBatch` on this backend's device and float dtype, each
+        sample's log-probs at its own sampling parameters (``--rollout-temperature`` where it
+        recorded none)."""
+        return collate_samples(samples, pad_token_id=self.pad_token_id, dtype=self.float_dtype, device=self.device,
+                               default_temperature=self.temperature)
+
+    def policy_logprobs(self, samples: Sequence[Sample]) -> list[list[float]]:
+        """The current policy's log-probs of each sample's response tokens (no grad, eval mode),
+        at each sample's sampling parameters; one ``[R]`` list per sample, micro-batch by
+        micro-batch. What :mod:`slime.admission` writes into samples without engine log-probs."""
+        out: list[list[float]] = []
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                for part in split_micro_batches(list(samples), self.cfg.micro_batch_size):
+                    mb = _MicroBatch(part, self.collate(part))
+                    lp_B_T = self._logprobs(self.model, mb, entropy=False).logprobs_B_T
+                    out += [lp_B_T[i, s.prompt_length:len(s.tokens)].tolist() for i, s in enumerate(part)]
+        finally:
+            self.model.train(was_training)
+        return out
 
     def _ref_logprobs(self, mb: _MicroBatch) -> torch.Tensor:
         if self.is_lora:
@@ -271,7 +297,10 @@ class TrainingBackend(BackendIOMixin):
             ``n_samples`` (given), ``n_trained_samples``, ``n_tokens`` (loss tokens),
             ``n_seq_tokens`` (prompt + response tokens processed),
             ``train_rollout_logprob_abs_diff`` (mean ``|old train logprob - rollout logprob|``
-            over loss tokens) and its ``_max``, ``staleness_mean/min/max`` (this backend's
+            over the loss tokens of samples with engine log-probs, each at its own sampling
+            temperature / top-p) and its ``_max``, ``n_tokens_without_engine_logprobs`` (loss
+            tokens of constrained or untokenized samples, whose rollout log-probs are the
+            trainer's own: TIS weight 1, not in the gap), ``staleness_mean/min/max`` (this backend's
             ``weight_version`` minus each sample's), ``tokens_per_s`` (``n_seq_tokens`` per
             second of the whole step), ``step_time_s``, ``skipped`` (1 when nothing was
             trainable, or the gradient was non-finite), ``weight_version`` (after the step), plus
@@ -295,11 +324,7 @@ class TrainingBackend(BackendIOMixin):
             return metrics
 
         global_num_tokens = float(sum(s.num_loss_tokens for s in trained))
-        micro = [
-            _MicroBatch(mb, collate_samples(mb, pad_token_id=self.pad_token_id, dtype=self.float_dtype,
-                                            device=self.device))
-            for mb in split_micro_batches(trained, self.cfg.micro_batch_size)
-        ]
+        micro = [_MicroBatch(mb, self.collate(mb)) for mb in split_micro_batches(trained, self.cfg.micro_batch_size)]
         use_kl = self.cfg.use_kl_loss
         want_grad_entropy = self.loss_config.entropy_coef > 0
 
@@ -319,7 +344,7 @@ class TrainingBackend(BackendIOMixin):
         self.model.train()
         outputs: list[LossOutputs] = []
         loss_total = 0.0
-        abs_diff_sum, abs_diff_max = 0.0, 0.0
+        abs_diff_sum, abs_diff_max, compared_tokens = 0.0, 0.0, 0.0
         try:
             for mb in micro:
                 b = mb.batch
@@ -327,6 +352,10 @@ class TrainingBackend(BackendIOMixin):
                 new = self._logprobs(self.model, mb, entropy=grad_entropy, topk=True)
                 if mb.old_logprobs_B_T is None:
                     mb.old_logprobs_B_T = new.logprobs_B_T.detach()
+                # no comparable engine log-probs (constrained / none): the trainer's own stand in
+                not_engine_B_T = ~b.engine_logprobs_B[:, None] & b.response_mask_B_T
+                b.rollout_logprobs_B_T = torch.where(not_engine_B_T, mb.old_logprobs_B_T.detach().to(
+                    b.rollout_logprobs_B_T.dtype), b.rollout_logprobs_B_T)
                 entropy_B_T = new.entropy_B_T if want_grad_entropy else mb.entropy_B_T
                 if entropy_B_T is None and new.entropy_B_T is not None:
                     entropy_B_T = new.entropy_B_T.detach()
@@ -347,8 +376,9 @@ class TrainingBackend(BackendIOMixin):
                 out.loss.backward()
                 outputs.append(out)
                 loss_total += float(out.loss.detach())
-                on = b.loss_mask_B_T > 0
+                on = (b.loss_mask_B_T > 0) & b.engine_logprobs_B[:, None]
                 diff = (mb.old_logprobs_B_T.detach() - b.rollout_logprobs_B_T).abs()[on]
+                compared_tokens += float(on.sum())
                 if diff.numel():
                     abs_diff_sum += float(diff.sum())
                     abs_diff_max = max(abs_diff_max, float(diff.max()))
@@ -380,7 +410,8 @@ class TrainingBackend(BackendIOMixin):
         metrics.update(
             loss=loss_total, grad_norm=grad_norm, n_trained_samples=float(len(trained)),
             n_tokens=global_num_tokens, n_seq_tokens=n_seq_tokens,
-            train_rollout_logprob_abs_diff=abs_diff_sum / global_num_tokens,
+            train_rollout_logprob_abs_diff=abs_diff_sum / compared_tokens if compared_tokens else 0.0,
+            n_tokens_without_engine_logprobs=global_num_tokens - compared_tokens,
             train_rollout_logprob_abs_diff_max=abs_diff_max,
             tokens_per_s=n_seq_tokens / elapsed if elapsed > 0 else 0.0, step_time_s=elapsed,
             skipped=1.0 if skipped else 0.0, weight_version=float(self.weight_version),

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import torch
 
-from slime.sample import Sample
+from slime.sample import LogprobSource, Sample
 
-__all__ = ["SampleBatch", "collate_samples", "split_micro_batches"]
+__all__ = ["SampleBatch", "collate_samples", "sampling_params_of", "split_micro_batches"]
 
 
 @dataclass
@@ -37,6 +37,10 @@ class SampleBatch:
     teacher_topk_ids_B_T_K / teacher_topk_logprobs_B_T_K: the teacher's top-K token ids and their
         log-probs at each response position (from ``Sample.teacher_topk_ids`` /
         ``teacher_topk_log_probs``, ``[R][K]`` per sample; top-K distillation), or ``None``.
+    temperature_B / top_p_B: ``[B]`` float64, the temperature and nucleus mass each sample's
+        log-probs are computed at (:func:`sampling_params_of`).
+    engine_logprobs_B: ``[B]`` bool, True where ``rollout_log_probs`` are the engine's sampling
+        log-probs (``Sample.logprob_source == "engine"``), comparable with the trainer's.
     """
 
     input_ids_B_T: torch.Tensor
@@ -48,6 +52,9 @@ class SampleBatch:
     teacher_logprobs_B_T: torch.Tensor | None
     teacher_topk_ids_B_T_K: torch.Tensor | None = None
     teacher_topk_logprobs_B_T_K: torch.Tensor | None = None
+    temperature_B: torch.Tensor | None = None
+    top_p_B: torch.Tensor | None = None
+    engine_logprobs_B: torch.Tensor | None = None
 
     @property
     def num_loss_tokens(self) -> float:
@@ -55,9 +62,24 @@ class SampleBatch:
         return float(self.loss_mask_B_T.sum())
 
 
+def sampling_params_of(sample: Sample, default_temperature: float = 1.0) -> tuple[float, float]:
+    """``(temperature, top_p)`` the trainer computes ``sample``'s log-probs at, so they are the
+    log-probs of the distribution the engine sampled from.
+
+    The sample's own ``sampling_temperature`` / ``sampling_top_p``; ``default_temperature``
+    (``--rollout-temperature``) and 1.0 where unknown. Greedy decoding (temperature 0) gives
+    ``(1.0, 1.0)``: the serving engine reports the raw log-softmax for greedy tokens.
+    """
+    t = default_temperature if sample.sampling_temperature is None else sample.sampling_temperature
+    p = 1.0 if sample.sampling_top_p is None else sample.sampling_top_p
+    if t <= 0:
+        return 1.0, 1.0
+    return float(t), float(p)
+
+
 def collate_samples(
     samples: Sequence[Sample], *, pad_token_id: int = 0, dtype: torch.dtype = torch.float32,
-    device: torch.device | str | None = None,
+    device: torch.device | str | None = None, default_temperature: float = 1.0,
 ) -> SampleBatch:
     """Stack ``samples`` into a right-padded :class:`SampleBatch`.
 
@@ -67,6 +89,7 @@ def collate_samples(
         pad_token_id: id written into padding columns.
         dtype: float dtype of the per-token float tensors.
         device: target device (default CPU).
+        default_temperature: temperature of samples that recorded none (``--rollout-temperature``).
 
     Raises:
         ValueError: empty ``samples``, a sample with an empty prompt, or only some samples
@@ -99,12 +122,17 @@ def collate_samples(
         if s.teacher_log_probs is not None:
             teacher[b, p:n] = torch.tensor(s.teacher_log_probs, dtype=dtype)
     topk_ids, topk_lp = _collate_topk(samples, T, dtype)
-    batch = SampleBatch(ids, attn, resp, loss, rollout, adv, teacher, topk_ids, topk_lp)
+    params = [sampling_params_of(s, default_temperature) for s in samples]
+    temperature = torch.tensor([t for t, _ in params], dtype=torch.float64)
+    top_p = torch.tensor([p for _, p in params], dtype=torch.float64)
+    engine = torch.tensor([s.logprob_source == LogprobSource.ENGINE for s in samples], dtype=torch.bool)
+    batch = SampleBatch(ids, attn, resp, loss, rollout, adv, teacher, topk_ids, topk_lp, temperature, top_p, engine)
     if device is not None:
         batch = SampleBatch(*(t.to(device) if t is not None else None for t in (
             batch.input_ids_B_T, batch.attention_mask_B_T, batch.response_mask_B_T, batch.loss_mask_B_T,
             batch.rollout_logprobs_B_T, batch.advantages_B_T, batch.teacher_logprobs_B_T,
-            batch.teacher_topk_ids_B_T_K, batch.teacher_topk_logprobs_B_T_K)))
+            batch.teacher_topk_ids_B_T_K, batch.teacher_topk_logprobs_B_T_K, batch.temperature_B, batch.top_p_B,
+            batch.engine_logprobs_B)))
     return batch
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "TrainerState",
     "capture_rng_state",
     "find_latest_checkpoint",
+    "resolve_checkpoint_dir",
     "load_checkpoint",
     "restore_rng_state",
     "save_checkpoint",
@@ -206,7 +207,8 @@ def find_latest_checkpoint(save_dir: str | os.PathLike) -> Path | None:
     return None
 
 
-def _resolve_checkpoint_dir(path: str | os.PathLike) -> Path:
+def resolve_checkpoint_dir(path: str | os.PathLike) -> Path:
+    """The checkpoint folder ``path`` names (itself, or a save folder's newest); FileNotFoundError."""
     p = Path(path)
     if (p / STATE_FILE).is_file():
         return p.resolve()
@@ -281,7 +283,7 @@ def load_checkpoint(
         FileNotFoundError: no checkpoint found, or a weight file missing.
         ValueError: weights do not match the model, or the optimizer state is missing.
     """
-    ckpt = _resolve_checkpoint_dir(path)
+    ckpt = resolve_checkpoint_dir(path)
     state = TrainerState.from_json((ckpt / STATE_FILE).read_text())
     if _is_peft(model):
         _load_adapter_weights(model, ckpt)

@@ -60,7 +60,8 @@ UNSET: Any = _Unset()
 def flag(default: Any = dataclasses.MISSING, help: str = "", *, names: Iterable[str] = (),
          env: str | None = None, choices: Iterable[Any] | None = None, gt: float | None = None,
          ge: float | None = None, lt: float | None = None, le: float | None = None,
-         group: str | None = None, metavar: str | None = None, default_text: str | None = None) -> Any:
+         group: str | None = None, metavar: str | None = None, default_text: str | None = None,
+         path: str | None = None) -> Any:
     """Declare one flag as a dataclass field.
 
     Args:
@@ -75,6 +76,12 @@ def flag(default: Any = dataclasses.MISSING, help: str = "", *, names: Iterable[
             titled by their owner).
         metavar: argparse metavar.
         default_text: what ``--help`` shows as the default when it is derived from other flags.
+        path: the flag names a path, made absolute once at start-up against the caller's
+            directory (:func:`slime.paths.absolute_paths`): ``"output"`` (a folder the run
+            writes), ``"input"`` (a file or folder it reads), ``"model"`` (a model folder, or a
+            name such as ``builtin:tiny-qwen3`` kept as is), ``"data"`` (a file looked up like
+            plugin files: the caller's directory, then the repository root) or ``"plugin"``
+            (a plugin spec ``file.py[:name]``; ``package.module.name`` is kept).
 
     Returns:
         A :func:`dataclasses.field` carrying the metadata.
@@ -86,7 +93,7 @@ def flag(default: Any = dataclasses.MISSING, help: str = "", *, names: Iterable[
         raise ValueError("every flag needs help text")
     meta = {"help": help, "names": tuple(names), "env": env, "choices": None if choices is None else tuple(choices),
             "bounds": {k: v for k, v in (("gt", gt), ("ge", ge), ("lt", lt), ("le", le)) if v is not None},
-            "group": group, "metavar": metavar, "default_text": default_text, "flag": True}
+            "group": group, "metavar": metavar, "default_text": default_text, "path": path, "flag": True}
     return dataclasses.field(default=default, metadata=meta)
 
 
@@ -115,6 +122,7 @@ class FlagSpec:
     group: str | None
     metavar: str | None
     default_text: str | None
+    path: str | None = None
 
     @property
     def option(self) -> str:
@@ -172,7 +180,7 @@ def flag_specs(cls: type) -> list[FlagSpec]:
         out.append(FlagSpec(name=f.name, kind=kind, optional=optional, default=default, help=m["help"],
                             names=m["names"] or (option_name(f.name),), env=m["env"],
                             choices=m["choices"] or literal, bounds=m["bounds"], group=m["group"],
-                            metavar=m["metavar"], default_text=m["default_text"]))
+                            metavar=m["metavar"], default_text=m["default_text"], path=m.get("path")))
     return out
 
 

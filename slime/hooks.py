@@ -101,6 +101,10 @@ class RolloutService(Protocol):
     methods run in the driver before Ray starts, so they must not start anything.
 
     Class attributes: ``Flags``, the service's flag dataclass (or None).
+
+    Optional: a class method ``default_num_rollout(cfg) -> int | None``, the number of steps
+    when ``--num-rollout`` is not given (OpenClaw's: one pass over ``--data-path``; None: the
+    flag is required).
     """
 
     Flags: ClassVar[type | None]

@@ -13,6 +13,12 @@ Alignment convention (used everywhere in slime): ``logprobs_B_T[b, t]`` is
 with prompt length ``P`` and response length ``R`` has its response log-probs at
 ``logprobs_B_T[b, P:P + R]``, aligned one-to-one with ``Sample.rollout_log_probs``.
 
+Sampling parameters: the log-probs are those of the distribution the serving engine sampled
+from, per sample: logits divided by the sample's temperature and, with top-p below 1, restricted
+to the nucleus and renormalised (the serving engine reports renormalised nucleus log-probs too;
+docs/plugins.md, "What the trainer recomputes"), so at identical weights they match the rollout
+log-probs.
+
 Follows slime's ``compute_log_probs``/``calculate_log_probs_and_entropy`` (THUDM/slime), the
 chunked cross-entropy of Liger-Kernel / prime-rl, and divides logits by the sampling temperature
 as vLLM/SGLang do when reporting sampling log-probs.
@@ -29,6 +35,7 @@ __all__ = [
     "TokenLogprobs",
     "compute_token_logprobs",
     "entropy_from_logits",
+    "nucleus_drop_mask",
     "token_logprobs_from_logits",
 ]
 
@@ -99,26 +106,77 @@ def _check_temperature(temperature: float) -> None:
         raise ValueError(f"temperature must be > 0, got {temperature}")
 
 
+#: rows of the ``[rows, V]`` sort of one top-p sub-chunk (bounds the sort's extra memory)
+_TOP_P_ROWS = 64
+
+
+def nucleus_drop_mask(logits_N_V: torch.Tensor, top_p_N: torch.Tensor,
+                      keep_N: torch.Tensor | None = None) -> torch.Tensor:
+    """Tokens outside each row's nucleus (top-p, Holtzman et al. 2020), as the serving engine
+    cuts it (the serving engine's ``sample_next_token``: the smallest prefix of the
+    tokens sorted by probability whose mass reaches ``top_p``; ties keep the sort's order).
+
+    Args:
+        logits_N_V: ``[N, V]`` temperature-scaled logits (float32 or float64).
+        top_p_N: ``[N]`` nucleus mass per row in (0, 1]; rows with 1 drop nothing.
+        keep_N: optional ``[N]`` ids never dropped (the sampled token: the engine drew it, so it
+            was in the engine's nucleus even where float noise moves the boundary here).
+
+    Returns:
+        ``[N, V]`` bool, True where the token is outside the nucleus. No gradient.
+    """
+    with torch.no_grad():
+        drop_N_V = torch.zeros(logits_N_V.shape, dtype=torch.bool, device=logits_N_V.device)
+        rows = (top_p_N < 1.0).nonzero(as_tuple=True)[0]
+        for start in range(0, rows.numel(), _TOP_P_ROWS):
+            r = rows[start:start + _TOP_P_ROWS]
+            logp_M_V = torch.log_softmax(logits_N_V[r], dim=-1)
+            sorted_M_V, idx_M_V = torch.sort(logp_M_V, dim=-1, descending=True)
+            p_M_V = sorted_M_V.exp()
+            drop_sorted_M_V = (torch.cumsum(p_M_V, dim=-1) - p_M_V) >= top_p_N[r, None].to(p_M_V.dtype)
+            drop_N_V[r] = torch.zeros_like(drop_sorted_M_V).scatter(1, idx_M_V, drop_sorted_M_V)
+        if keep_N is not None and rows.numel():
+            drop_N_V[rows, keep_N[rows]] = False
+    return drop_N_V
+
+
 def _chunk_logprob_entropy(
-    hidden_N_H: torch.Tensor, targets_N: torch.Tensor, lm_head: torch.nn.Module, temperature: float,
-    softcap: float | None, want_entropy: bool, extra_N_K: torch.Tensor | None = None,
+    hidden_N_H: torch.Tensor, targets_N: torch.Tensor, lm_head: torch.nn.Module, temperature_N: torch.Tensor,
+    top_p_N: torch.Tensor, softcap: float | None, want_entropy: bool, extra_N_K: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor] | tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Log-prob of ``targets_N`` and entropy for ``N`` hidden states (two ``[N]`` float32), plus
-    the ``[N, K]`` log-probs of ``extra_N_K`` when given."""
+    the ``[N, K]`` log-probs of ``extra_N_K`` when given.
+
+    Each row's logits are divided by its ``temperature_N`` and, where ``top_p_N < 1``, cut to the
+    nucleus and renormalised (the sampling distribution the engine reports log-probs under); the
+    entropy is that distribution's. ``extra_N_K`` log-probs are taken under the temperature-scaled
+    full distribution (top-K distillation compares whole distributions)."""
     logits_N_V = _upcast(lm_head(hidden_N_H))
     if softcap is not None:
         logits_N_V = torch.tanh(logits_N_V / softcap) * softcap
-    logits_N_V = logits_N_V / temperature
+    logits_N_V = logits_N_V / temperature_N.to(logits_N_V.dtype)[:, None]
+    full_N_V = logits_N_V
+    if bool((top_p_N < 1.0).any()):
+        logits_N_V = logits_N_V.masked_fill(nucleus_drop_mask(logits_N_V, top_p_N, targets_N), float("-inf"))
     lse_N = torch.logsumexp(logits_N_V, dim=-1)
     logp_N = logits_N_V.gather(-1, targets_N[:, None]).squeeze(-1) - lse_N
     if want_entropy:
         probs_N_V = torch.softmax(logits_N_V, dim=-1)
-        ent_N = lse_N - (probs_N_V * logits_N_V).sum(-1)
+        ent_N = lse_N - torch.where(probs_N_V > 0, probs_N_V * logits_N_V, 0.0).sum(-1)
     else:
         ent_N = torch.zeros_like(logp_N)
     if extra_N_K is not None:
-        return logp_N, ent_N, logits_N_V.gather(-1, extra_N_K) - lse_N[:, None]
+        return logp_N, ent_N, full_N_V.gather(-1, extra_N_K) - torch.logsumexp(full_N_V, dim=-1)[:, None]
     return logp_N, ent_N
+
+
+def _per_row(value: float | torch.Tensor, B: int, device: torch.device, name: str) -> torch.Tensor:
+    """``value`` as a ``[B]`` float64 tensor (a float is repeated); ValueError on another shape."""
+    if isinstance(value, torch.Tensor):
+        if tuple(value.shape) != (B,):
+            raise ValueError(f"{name} must be a float or a [B={B}] tensor, got shape {tuple(value.shape)}")
+        return value.to(device=device, dtype=torch.float64)
+    return torch.full((B,), float(value), dtype=torch.float64, device=device)
 
 
 def _decoder_and_head(model: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn.Module]:
@@ -138,7 +196,8 @@ def compute_token_logprobs(
     response_mask_B_T: torch.Tensor | None = None,
     *,
     chunk_size: int = 1024,
-    temperature: float = 1.0,
+    temperature: float | torch.Tensor = 1.0,
+    top_p: float | torch.Tensor = 1.0,
     return_entropy: bool = False,
     extra_ids_B_T_K: torch.Tensor | None = None,
 ) -> TokenLogprobs:
@@ -154,8 +213,12 @@ def compute_token_logprobs(
             (normally the response tokens; position 0 must be 0). ``None`` selects every
             token whose predecessor is a real token. Only selected positions go through the LM head.
         chunk_size: positions per LM-head chunk (> 0); peak extra memory ``chunk_size * V``.
-        temperature: sampling temperature the logits are divided by (> 0), to match the engine.
-        return_entropy: also return per-token entropies.
+        temperature: sampling temperature the logits are divided by (> 0), to match the engine:
+            one float, or a ``[B]`` tensor with each sample's own temperature.
+        top_p: nucleus mass in (0, 1], one float or a ``[B]`` tensor: where below 1 the
+            log-probs are those of the renormalised nucleus (:func:`nucleus_drop_mask`), the
+            distribution the serving engine samples from and reports log-probs under.
+        return_entropy: also return per-token entropies (of that same distribution).
         extra_ids_B_T_K: ``[B, T, K]`` long ids whose log-probs are also wanted at each selected
             position (e.g. a teacher's top-K tokens for distillation); same chunking and grad.
 
@@ -167,13 +230,18 @@ def compute_token_logprobs(
         ValueError: on shape mismatch, ``chunk_size <= 0``, ``temperature <= 0``, or a selected
             token with no prefix (position 0, or the first real token after left padding).
     """
-    _check_temperature(temperature)
     if chunk_size <= 0:
         raise ValueError(f"chunk_size must be > 0, got {chunk_size}")
     if input_ids_B_T.dim() != 2:
         raise ValueError(f"input_ids must be [B, T], got {tuple(input_ids_B_T.shape)}")
     B, T = input_ids_B_T.shape
     device = input_ids_B_T.device
+    temperature_B = _per_row(temperature, B, device, "temperature")
+    top_p_B = _per_row(top_p, B, device, "top_p")
+    if not bool((temperature_B > 0).all()):
+        raise ValueError(f"temperature must be > 0, got {temperature_B.min().item()}")
+    if not bool(((top_p_B > 0) & (top_p_B <= 1)).all()):
+        raise ValueError("top_p must lie in (0, 1]")
     if attention_mask_B_T is None:
         attention_mask_B_T = torch.ones_like(input_ids_B_T)
     if attention_mask_B_T.shape != (B, T):
@@ -207,17 +275,19 @@ def compute_token_logprobs(
     softcap = getattr(getattr(model, "config", None), "final_logit_softcapping", None)
 
     extra_N_K = None if extra_ids_B_T_K is None else extra_ids_B_T_K[b_idx_N, t_idx_N].long()
+    temperature_N, top_p_N = temperature_B[b_idx_N], top_p_B[b_idx_N]
     logp_parts, ent_parts, extra_parts = [], [], []
     use_ckpt = torch.is_grad_enabled() and hidden_N_H.requires_grad
     for start in range(0, hidden_N_H.shape[0], chunk_size):
         h = hidden_N_H[start : start + chunk_size]
         y = targets_N[start : start + chunk_size]
         x = None if extra_N_K is None else extra_N_K[start : start + chunk_size]
+        tc, pc = temperature_N[start : start + chunk_size], top_p_N[start : start + chunk_size]
         if use_ckpt:
-            res = checkpoint(_chunk_logprob_entropy, h, y, lm_head, temperature, softcap, return_entropy, x,
+            res = checkpoint(_chunk_logprob_entropy, h, y, lm_head, tc, pc, softcap, return_entropy, x,
                              use_reentrant=False)
         else:
-            res = _chunk_logprob_entropy(h, y, lm_head, temperature, softcap, return_entropy, x)
+            res = _chunk_logprob_entropy(h, y, lm_head, tc, pc, softcap, return_entropy, x)
         logp_parts.append(res[0])
         ent_parts.append(res[1])
         if x is not None:

@@ -18,6 +18,7 @@ actor, so ``shutdown`` and ``metrics`` are answered while a rollout is being col
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -31,6 +32,9 @@ from slime.rollout_plugins import load_rollout_function, normalize_rollout_outpu
 from slime.services import load_service_class
 
 log = logging.getLogger(__name__)
+
+#: the run's config, written to ``<save>/`` when the train actor starts
+RUN_CONFIG = "run_config.json"
 
 
 def init_ray() -> None:
@@ -129,11 +133,30 @@ class TrainActor:
             loss_fn = load_loss_plugin(spec, cfg)
         self.cfg = cfg
         self.backend = TrainingBackend(cfg, loss_fn=loss_fn)
-        self.export_root = Path(cfg.save or "outputs") / "published"
+        self.export_root = (Path(cfg.save) if cfg.save else Path(cfg.log_dir)).absolute() / "published"
+        from slime.admission import AdmissionPolicy
+        from slime.rollout_plugins import rollout_choice
+        model_config = getattr(self.backend.model, "config", None)
+        self.admission = AdmissionPolicy.from_config(
+            cfg, getattr(model_config, "max_position_embeddings", None), rollout_choice(cfg).generates)
+        log.info("sample admission: %s", self.admission)
+        if cfg.save:  # what the run was started with (before_after.sh reads the base model from it)
+            Path(cfg.save).mkdir(parents=True, exist_ok=True)
+            (Path(cfg.save) / RUN_CONFIG).write_text(json.dumps(cfg.to_dict(), indent=2, default=str))
+
+    def admit(self, samples):
+        """The context limit, the truncated-reply policy and the rollout log-probs of samples
+        without engine log-probs (:func:`slime.admission.admit`); returns ``(samples, metrics)``."""
+        from slime.admission import admit
+        return admit(samples, self.admission, self.backend)
 
     def prepare_samples(self, samples):
         """The method's per-step work with the policy (:meth:`slime.methods.Method.prepare_samples`)."""
         return self.method.prepare_samples(self.backend, samples)
+
+    def policy_logprobs(self, samples):
+        """The policy's log-probs of each sample's response (:meth:`slime.backend.TrainingBackend.policy_logprobs`)."""
+        return self.backend.policy_logprobs(samples)
 
     def resume(self) -> int | None:
         """Load ``--resume-from-checkpoint`` if given; returns its step (None otherwise)."""
@@ -151,14 +174,37 @@ class TrainActor:
         return metrics
 
     def save(self, step: int, data_cursor=None) -> str:
-        """Write ``<save>/checkpoint-<step>``; returns its path."""
-        return str(self.backend.save(self.cfg.save, step=step, data_cursor=data_cursor))
+        """Write ``<save>/checkpoint-<step>`` (the run's config in its trainer state); returns its path."""
+        extra = {"config": json.loads(json.dumps(self.cfg.to_dict(), default=str))}
+        return str(self.backend.save(self.cfg.save, step=step, data_cursor=data_cursor, extra=extra))
 
     def export_weights(self) -> tuple[str, int]:
-        """Export the current weights for serving; returns ``(path, weight_version)``."""
+        """Export the current weights for serving to ``<save>/published/version-<N>``; returns
+        ``(path, weight_version)``. Older exports stay until :meth:`prune_published`."""
         version = self.backend.weight_version
         path = self.backend.export_weights(self.export_root / f"version-{version}")
-        for old in self.export_root.glob("version-*"):  # keep the two newest exports
-            if old.name not in (f"version-{version}", f"version-{version - 1}"):
-                shutil.rmtree(old, ignore_errors=True)
         return str(path), version
+
+    def prune_published(self, served: int) -> list[str]:
+        """Delete published versions older than the newest ``--keep-published-versions``, once
+        serving runs version ``served`` (the engine holds the weights it serves in memory and
+        loaded no older folder since, so no request reads them); returns the deleted folder names."""
+        return prune_published(self.export_root, served, self.cfg.keep_published_versions)
+
+
+def prune_published(root: Path, served: int, keep: int) -> list[str]:
+    """Delete ``root/version-<N>`` folders except the ``keep`` newest that are not newer than
+    ``served`` (and any newer than ``served``, not yet swapped in); returns the deleted names."""
+    versions = []
+    for folder in Path(root).glob("version-*"):
+        try:
+            versions.append((int(folder.name.split("-", 1)[1]), folder))
+        except ValueError:
+            continue
+    kept = {v for v, _ in sorted((x for x in versions if x[0] <= served), reverse=True)[:keep]}
+    gone = []
+    for v, folder in sorted(versions):
+        if v <= served and v not in kept:
+            shutil.rmtree(folder, ignore_errors=True)
+            gone.append(folder.name)
+    return gone

@@ -16,20 +16,29 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from slime.arguments import FlagSection, SlimeConfig, core_flag_specs, parse_args
+from slime.arguments import FlagSection, SlimeConfig, core_flag_specs, default_method, parse_args
 from slime.flags import flag_specs
 from slime.methods.registry import load_method_class, registered_method_classes
 from slime.services import load_service_class, service_names
 
-__all__ = ["env_fallbacks", "job_runtime_env", "parse_run_args", "run_sections"]
+__all__ = ["env_fallbacks", "job_runtime_env", "parse_run_args", "run_sections", "with_absolute_paths"]
+
+
+class _QuietParser(argparse.ArgumentParser):
+    def error(self, message: str):  # type: ignore[override]
+        raise ValueError(message)
 
 
 def _peek(argv: Sequence[str] | None) -> tuple[str, str | None]:
-    p = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    p.add_argument("--advantage-estimator", default="grpo")
+    p = _QuietParser(add_help=False, allow_abbrev=False)
+    p.add_argument("--advantage-estimator", default=None)
     p.add_argument("--rollout-service", default=None)
-    ns, _ = p.parse_known_args(argv)
-    return ns.advantage_estimator, ns.rollout_service
+    p.add_argument("--n-samples-per-prompt", "--num-rollouts-per-prompt", type=int, default=1)
+    try:
+        ns, _ = p.parse_known_args(argv)
+    except ValueError:  # a malformed value: the full parse names it
+        return default_method(1), None
+    return ns.advantage_estimator or default_method(ns.n_samples_per_prompt), ns.rollout_service
 
 
 def run_sections(method_spec: str, service_spec: str | None) -> list[FlagSection]:
@@ -65,6 +74,16 @@ def parse_run_args(argv: Sequence[str] | None = None, *, environ: Mapping[str, s
     return parse_args(argv, run_sections(method_spec, service_spec), environ=environ, allow_unknown=allow_unknown)
 
 
+def with_absolute_paths(cfg: SlimeConfig, cwd=None) -> SlimeConfig:
+    """``cfg`` with every path flag (the core's, the method's, the service's) made absolute
+    against the caller's directory (:func:`slime.paths.absolute_paths`)."""
+    from slime.paths import absolute_paths
+
+    specs = [(sec.key, flag_specs(sec.cls)) for sec in run_sections(cfg.advantage_estimator, cfg.rollout_service)
+             if sec.key is not None]
+    return absolute_paths(cfg, specs, cwd)
+
+
 def env_fallbacks() -> list[str]:
     """Every environment variable a flag falls back to: the core's, every registered rollout
     service's and every registered method's (sorted, unique)."""
@@ -82,18 +101,28 @@ def env_fallbacks() -> list[str]:
 def job_runtime_env(environ: Mapping[str, str] | None = None) -> dict:
     """A Ray ``runtime_env`` carrying the environment fallbacks set in ``environ`` into a job
     (a submitted job does not inherit the submitting shell's environment). Values of ``*_PATH``
-    variables that name an existing local file or folder are made absolute (the job runs in
-    another working directory). ``*_API_KEY`` variables are left out: Ray shows a job's
-    runtime_env on its dashboard; keys reach a job through the Ray head's environment or a flag."""
+    variables that name an existing local file or folder (relative to ``SLIME_CALLER_CWD``, else
+    the working directory) are made absolute (the job runs in another working directory). ``*_API_KEY`` variables are left out: Ray shows a job's
+    runtime_env on its dashboard; keys reach a job through the Ray head's environment or a flag.
+    ``SLIME_CALLER_CWD`` (the launch scripts set it) is carried too, so the job takes every other
+    relative path against the caller's directory (:mod:`slime.paths`), and
+    ``RAY_JOB_STOP_WAIT_TIME_S`` (default 60) gives a stopped job time to shut its server down."""
+    from slime.paths import CALLER_CWD_ENV
+
     environ = os.environ if environ is None else environ
     out = {}
+    if environ.get(CALLER_CWD_ENV, "").strip():  # relative paths in the job mean the caller's
+        out[CALLER_CWD_ENV] = environ[CALLER_CWD_ENV]
+    # `ray job stop` (Ctrl-C in a launch script) gives the trainer time to stop its server and judges
+    out["RAY_JOB_STOP_WAIT_TIME_S"] = environ.get("RAY_JOB_STOP_WAIT_TIME_S", "60")
     for name in env_fallbacks():
         value = environ.get(name, "").strip()
         if name.endswith("_API_KEY"):
             continue
         if value:
-            if name.endswith("_PATH") and Path(value).exists():
-                value = str(Path(value).resolve())
+            local = Path(environ.get(CALLER_CWD_ENV) or Path.cwd()) / os.path.expanduser(value)
+            if name.endswith("_PATH") and local.exists():
+                value = str(local.resolve())
             out[name] = value
     return {"env_vars": out}
 

@@ -19,7 +19,7 @@ import operator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-__all__ = ["Sample", "SampleStatus"]
+__all__ = ["LogprobSource", "Sample", "SampleStatus"]
 
 
 class SampleStatus(str, enum.Enum):
@@ -36,6 +36,27 @@ class SampleStatus(str, enum.Enum):
     TRUNCATED = "truncated"
     ABORTED = "aborted"
     FAILED = "failed"
+
+
+class LogprobSource(str, enum.Enum):
+    """Where a sample's ``rollout_log_probs`` come from, which decides how the trainer uses them.
+
+    ``ENGINE``: the serving engine's sampling log-probs under the sample's own
+    ``sampling_temperature`` / ``sampling_top_p``; the trainer reproduces that distribution
+    (:func:`slime.logprobs.compute_token_logprobs`), compares (``train_rollout_logprob_abs_diff``)
+    and corrects the rest with TIS. ``CONSTRAINED``: sampled under a grammar (``tool_choice``
+    required / named): the log-probs are the constrained distribution's (a forced token has
+    log-prob 0), which the trainer cannot reproduce without the grammar. ``NONE``: no sampling
+    log-probs (tokens built from text, e.g. an imported hand-written session);
+    ``rollout_log_probs`` are placeholders. For ``CONSTRAINED`` and ``NONE`` the trainer replaces
+    ``rollout_log_probs`` by its own log-probs of the step's weights (before advantages are
+    computed), so TIS weighs them 1 and they stay out of the train/rollout gap metric
+    (docs/plugins.md, "What the trainer recomputes").
+    """
+
+    ENGINE = "engine"
+    CONSTRAINED = "constrained"
+    NONE = "none"
 
 
 def _check_finite_floats(name: str, values: list[float]) -> None:
@@ -85,6 +106,13 @@ class Sample:
             prompt-dataset rollouts and reward plugins read it). Never re-tokenised.
         response: the response text, when known (slime's ``Sample.response``).
         label: the prompt's label / reference answer from a prompt dataset (slime's ``label``).
+        sampling_temperature: the temperature the response was sampled at (``0``: greedy, whose
+            reported log-probs are the raw temperature-1 log-softmax); None: unknown, the
+            trainer uses ``--rollout-temperature``.
+        sampling_top_p: the nucleus mass it was sampled with (``rollout_log_probs`` are then
+            renormalised over the nucleus, as the engine reports them); None: 1.0.
+        logprob_source: :class:`LogprobSource` of ``rollout_log_probs`` (a plain string such as
+            ``"engine"`` is accepted).
 
     Raises:
         ValueError: from ``__post_init__``/:meth:`validate` when any length or value is
@@ -112,6 +140,9 @@ class Sample:
     prompt: str | list[dict[str, Any]] | None = None
     response: str = ""
     label: Any = None
+    sampling_temperature: float | None = None
+    sampling_top_p: float | None = None
+    logprob_source: LogprobSource = LogprobSource.ENGINE
 
     def __post_init__(self) -> None:
         self.tokens = [_as_int("tokens", i, t) for i, t in enumerate(self.tokens)]
@@ -135,8 +166,17 @@ class Sample:
             except ValueError:
                 allowed = ", ".join(s.value for s in SampleStatus)
                 raise ValueError(f"status must be one of {allowed}, got {self.status!r}") from None
+        if not isinstance(self.logprob_source, LogprobSource):
+            try:
+                self.logprob_source = LogprobSource(self.logprob_source)
+            except ValueError:
+                allowed = ", ".join(s.value for s in LogprobSource)
+                raise ValueError(f"logprob_source must be one of {allowed}, got {self.logprob_source!r}") from None
         if self.reward is not None:
             self.reward = float(self.reward)
+        for name in ("sampling_temperature", "sampling_top_p"):
+            if getattr(self, name) is not None:
+                setattr(self, name, float(getattr(self, name)))
         self.validate()
 
     # ------------------------------------------------------------------ derived views
@@ -197,6 +237,11 @@ class Sample:
             raise ValueError(f"weight_version must be an int >= 0, got {self.weight_version!r}")
         if isinstance(self.turn_index, bool) or not isinstance(self.turn_index, int) or self.turn_index < 0:
             raise ValueError(f"turn_index must be an int >= 0, got {self.turn_index!r}")
+        t, p = self.sampling_temperature, self.sampling_top_p
+        if t is not None and not (math.isfinite(t) and t >= 0):
+            raise ValueError(f"sampling_temperature must be a finite number >= 0 or None, got {t!r}")
+        if p is not None and not (0 < p <= 1):
+            raise ValueError(f"sampling_top_p must lie in (0, 1] or be None, got {p!r}")
         if not isinstance(self.metadata, dict):
             raise ValueError(f"metadata must be a dict, got {type(self.metadata).__name__}")
 
@@ -223,7 +268,7 @@ class Sample:
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, SampleStatus):
+            if isinstance(value, (SampleStatus, LogprobSource)):
                 value = value.value
             elif isinstance(value, list):
                 value = list(value)

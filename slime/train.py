@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import sys
 import time
 import traceback
@@ -33,7 +34,7 @@ if __package__ in (None, ""):  # `python slime/train.py`: make the repository im
 from slime.arguments import ConfigError  # noqa: E402
 from slime.errors import root_cause_line  # noqa: E402,F401 (part of this module's API)
 from slime.monitor import MetricsLogger  # noqa: E402
-from slime.run_args import parse_run_args  # noqa: E402
+from slime.run_args import parse_run_args, with_absolute_paths  # noqa: E402
 
 log = logging.getLogger("slime.train")
 
@@ -55,23 +56,39 @@ def check_run(cfg) -> list[str]:
     from slime.rollout_plugins import rollout_choice
     from slime.services import load_service_class
 
-    if not cfg.num_rollout:
-        raise ConfigError("--num-rollout is required")
-    for warning in load_service_class(cfg.rollout_service).check(cfg):
+    service_cls = load_service_class(cfg.rollout_service)
+    for warning in service_cls.check(cfg):
         log.warning("%s", warning)
+    if cfg.resume_from_checkpoint:
+        from slime.checkpoint import resolve_checkpoint_dir
+        try:
+            resolve_checkpoint_dir(cfg.resume_from_checkpoint)
+        except FileNotFoundError as exc:
+            raise ConfigError(f"--resume-from-checkpoint {cfg.resume_from_checkpoint}: {exc}") from None
+    if not cfg.num_rollout and num_rollout(cfg) is None:
+        raise ConfigError("--num-rollout is required (the number of train steps; only offline data has a default)")
     method = load_method_class(cfg.advantage_estimator)(cfg)
     lines = check_plugins(cfg, method)
     method.validate()
-    if method.needs_groups() and cfg.n_samples_per_prompt >= 2 and not rollout_choice(cfg).groups:
-        raise ConfigError(f"--advantage-estimator {cfg.advantage_estimator} normalises over groups of "
-                          f"--n-samples-per-prompt {cfg.n_samples_per_prompt} samples of one prompt, but the "
-                          "rollout yields one sample per turn (live traffic): the groups would mix unrelated "
-                          "turns; use --advantage-estimator broadcast (Binary RL), opd or combine, or "
-                          "--prompt-data")
+    if cfg.n_samples_per_prompt >= 2 and not rollout_choice(cfg).groups:
+        raise ConfigError(f"--n-samples-per-prompt {cfg.n_samples_per_prompt}: a live turn has one response, the "
+                          "one its user saw and answered, so there is no group of responses to one prompt to "
+                          "sample or compare; use 1 (each turn its own sample) or --prompt-data for groups")
     if "loss_type" in cfg.explicit and cfg.loss_type == "policy_loss" and method.loss_function():
         raise ConfigError(f"--loss-type policy_loss contradicts --advantage-estimator {cfg.advantage_estimator}, "
                           f"whose loss is {method.loss_function()}; drop --loss-type")
     return lines
+
+
+def num_rollout(cfg) -> int | None:
+    """The run's number of steps: ``--num-rollout``, else the rollout service's default
+    (``default_num_rollout(cfg)``, e.g. one pass over offline data), else None."""
+    if cfg.num_rollout:
+        return int(cfg.num_rollout)
+    from slime.services import load_service_class
+
+    default = getattr(load_service_class(cfg.rollout_service), "default_num_rollout", None)
+    return default(cfg) if default is not None else None
 
 
 def train(cfg, logger: MetricsLogger | None = None) -> dict:
@@ -97,6 +114,9 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
     from slime.methods.registry import load_method_class
     from slime.ray_actors import RolloutManager, TrainActor, init_ray
 
+    if not cfg.num_rollout:
+        cfg = cfg.replace(num_rollout=num_rollout(cfg))
+        log.info("--num-rollout %d (the rollout service's default)", cfg.num_rollout)
     init_ray()
     method = load_method_class(cfg.advantage_estimator)(cfg)  # lives for the whole run
     logger = logger or MetricsLogger(cfg.log_dir)
@@ -107,26 +127,42 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
     summary = {"steps": 0, "versions_published": 0, "samples_trained": 0, "start_step": start}
     t0 = time.time()
     try:
+        if resume_step is not None:  # serve the resumed weights: new turns and staleness count from them
+            path, version = ray.get(trainer.export_weights.remote())
+            ray.get(manager.publish_weights.remote(path, version))
+            summary["resumed_weight_version"] = version
         pending = manager.generate.remote(start)
+        saved_step, cursor = start, None
         for rollout_id in range(start, cfg.num_rollout):
-            samples, rollout_metrics = ray.get(pending)
+            rollout_samples, rollout_metrics = ray.get(pending)
+            if not rollout_samples:  # a finite source (offline data) is used up
+                log.info("the rollout returned no samples (its data is used up): stopping after step %d", rollout_id)
+                if cfg.save and saved_step != rollout_id:
+                    ray.get(trainer.save.remote(rollout_id, cursor))
+                summary["stopped_early"] = True
+                break
             last = rollout_id + 1 == cfg.num_rollout
             if cfg.async_train and not last:
                 pending = manager.generate.remote(rollout_id + 1)  # overlaps with training
             try:
+                samples, admit_metrics = ray.get(trainer.admit.remote(rollout_samples))
                 if method.prepares_samples():
                     samples = ray.get(trainer.prepare_samples.remote(samples))
                 samples, adv_metrics = method.compute_advantages(samples)
                 train_metrics = ray.get(trainer.train_step.remote(samples))
             except Exception:
-                ray.get(manager.release.remote(samples))
+                ray.get(manager.release.remote(rollout_samples))
                 raise
             step = rollout_id + 1
-            ray.get(manager.mark_trained.remote(samples, step))
+            ray.get(manager.mark_trained.remote(rollout_samples, step))  # dropped ones too: consumed
+            cursor = max([s.source_id or 0 for s in rollout_samples] + ([cursor] if cursor is not None else []))
             if cfg.save and ((cfg.save_interval and step % cfg.save_interval == 0) or last):
-                ray.get(trainer.save.remote(step, max((s.source_id or 0) for s in samples)))
+                ray.get(trainer.save.remote(step, cursor))
+                saved_step = step
             path, version = ray.get(trainer.export_weights.remote())
             served = ray.get(manager.publish_weights.remote(path, version))
+            ray.get(trainer.prune_published.remote(served))  # serving has swapped past the older ones
+            rollout_metrics = {**rollout_metrics, **admit_metrics}
             summary["steps"] += 1
             summary["versions_published"] += 1
             summary["samples_trained"] += len(samples)
@@ -147,19 +183,40 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
     return summary
 
 
+def _interrupt_on_sigterm() -> None:
+    """SIGTERM (``ray job stop``, the launch scripts' Ctrl-C) raises KeyboardInterrupt in the main
+    thread, so :func:`run_loop` shuts the rollout service down (the server it started, the judges)
+    before the process ends."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    try:
+        signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave the default
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
-    """CLI entry point; returns the exit code (2 on a configuration error)."""
+    """CLI entry point; returns the exit code (2 on a configuration error).
+
+    Every path flag is made absolute against the caller's directory before anything starts
+    (:func:`slime.run_args.with_absolute_paths`), so the actors, the server the rollout service
+    starts and a Ray job's copy of the repository all read and write where the caller meant."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        cfg = parse_run_args(argv)
+        cfg = with_absolute_paths(parse_run_args(argv))  # once, against the caller's directory
         for line in check_run(cfg):  # a bad flag or plugin fails here, before Ray starts
             log.info("plugin %s", line)
     except ValueError as exc:  # ConfigError and PluginError are ValueErrors
         print(f"slime/train.py: error: {exc}", file=sys.stderr)
         return 2
     from slime.plugin_failures import plugin_error_message
+    _interrupt_on_sigterm()
     try:
         summary = run_loop(cfg)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM from `ray job stop`: run_loop shut the service down
+        print("slime/train.py: stopped; the rollout service (server, judges) was shut down", file=sys.stderr)
+        return 130
     except Exception as exc:  # one line naming the cause; the full traceback goes to a file
         message = plugin_error_message(exc)  # already names the plugin and what it did
         if message is None:

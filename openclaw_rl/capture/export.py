@@ -14,8 +14,10 @@ One JSON object per session::
 
 ``prompt`` is the rendered prompt text (exactly what the engine consumed, as text); ``response``
 the generated text. A hand-written file may give ``prompt`` as a list of messages and omit every
-id field; such turns are imported without token ids (``prompt_ids = []``) so the trainer can tell
-they must be tokenized first.
+id field; such turns are imported without token ids (``prompt_ids = []``) and get them from the
+policy's chat template (:mod:`openclaw_rl.capture.text_turns`), at import with a tokenizer or
+when the training job opens the store; a list of messages is rendered then, never stored as a
+JSON dump. An export of such a turn carries ``ids_from_text: true`` and no logprobs.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import IO, Iterable
 
 from openclaw_rl.capture.store import TrajectoryStore, TurnRecord, TurnType
+from openclaw_rl.capture.text_turns import needs_ids, tokenize_untokenized_turns
 
 
 class SessionFormatError(ValueError):
@@ -34,11 +37,13 @@ class SessionFormatError(ValueError):
 
 def turn_to_dict(t: TurnRecord) -> dict:
     """One stored turn in the session format."""
-    return {"type": t.turn_type, "prompt": t.prompt_text, "response": t.response_text,
+    return {"type": t.turn_type, "prompt": t.prompt_text or t.messages, "response": t.response_text,
             "next_state": t.next_state, "trainable": t.trainable, "prompt_ids": t.prompt_ids,
             "response_ids": t.response_ids, "response_logprobs": t.response_logprobs,
             "weight_version": t.weight_version, "next_state_role": t.next_state_role,
-            "tool_calls": t.tool_calls, "messages": t.messages, "finish_reason": t.finish_reason}
+            "tool_calls": t.tool_calls, "messages": t.messages, "finish_reason": t.finish_reason,
+            "temperature": t.temperature, "top_p": t.top_p, "constrained": t.constrained,
+            "ids_from_text": t.ids_from_text}
 
 
 def export_sessions(store: TrajectoryStore, out: IO[str]) -> int:
@@ -104,16 +109,22 @@ def _turn_from_dict(sid: str, d: dict, where: str) -> TurnRecord:
     messages = d.get("messages") or (prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}])
     if not isinstance(messages, list) or not all(isinstance(m, dict) and "role" in m for m in messages):
         raise SessionFormatError(f"{where}: 'messages' must be a list of {{'role', 'content'}} objects")
-    prompt_text = prompt if isinstance(prompt, str) else json.dumps(prompt, ensure_ascii=False)
+    prompt_text = prompt if isinstance(prompt, str) else ""  # messages are rendered with the ids, never dumped
     ids = _int_list(d.get("prompt_ids"), "prompt_ids", where)
     resp_ids = _int_list(d.get("response_ids"), "response_ids", where)
     lps = _float_list(d.get("response_logprobs"), "response_logprobs", where)
-    if len(resp_ids) != len(lps) or bool(ids) != bool(resp_ids):
+    if bool(ids) != bool(resp_ids) or (len(resp_ids) != len(lps) and not (lps == [] and d.get("ids_from_text"))):
         raise SessionFormatError(f"{where}: give prompt_ids, response_ids and response_logprobs together, "
                                  "with one logprob per response id (or none of them)")
     version = d.get("weight_version", 0)
     if not isinstance(version, int) or isinstance(version, bool) or version < 0:
         raise SessionFormatError(f"{where}: 'weight_version' must be a non-negative integer")
+    for key, ok in (("temperature", lambda x: x >= 0), ("top_p", lambda x: 0 < x <= 1)):
+        x = d.get(key)
+        if x is not None and (not isinstance(x, (int, float)) or isinstance(x, bool) or not math.isfinite(x)
+                              or not ok(x)):
+            raise SessionFormatError(f"{where}: '{key}' must be a number ({'>= 0' if key == 'temperature' else 'in (0, 1]'}) "
+                                     "or null")
     for key in ("next_state", "next_state_role"):
         if d.get(key) is not None and not isinstance(d[key], str):
             raise SessionFormatError(f"{where}: '{key}' must be a string or null")
@@ -121,7 +132,9 @@ def _turn_from_dict(sid: str, d: dict, where: str) -> TurnRecord:
                       prompt_ids=list(ids), response_ids=list(resp_ids), response_logprobs=list(lps),
                       response_text=str(d["response"]), finish_reason=d.get("finish_reason", "stop"),
                       weight_version=version, tool_calls=d.get("tool_calls"),
-                      next_state=d.get("next_state"), next_state_role=d.get("next_state_role"))
+                      next_state=d.get("next_state"), next_state_role=d.get("next_state_role"),
+                      temperature=d.get("temperature"), top_p=d.get("top_p"), constrained=d.get("constrained"),
+                      ids_from_text=bool(ids) and bool(d.get("ids_from_text")) or None)
 
 
 def read_session_file(path: str | Path) -> list[tuple[str, list[TurnRecord]]]:
@@ -144,13 +157,15 @@ def read_session_file(path: str | Path) -> list[tuple[str, list[TurnRecord]]]:
     return parsed
 
 
-def import_sessions(store: TrajectoryStore, path_or_sessions) -> tuple[int, int]:
+def import_sessions(store: TrajectoryStore, path_or_sessions, tokenizer=None) -> tuple[int, int]:
     """Load sessions into ``store``; main turns become ``ready`` for judging/training. Sessions
     whose id the store already has are skipped (importing a file twice adds nothing).
 
     Args:
         store: the destination.
         path_or_sessions: a session file, or the result of :func:`read_session_file`.
+        tokenizer: the policy's tokenizer: main turns without ids get them now
+            (:mod:`openclaw_rl.capture.text_turns`); None leaves that to the training job.
 
     Returns:
         ``(sessions, turns)`` imported.
@@ -168,6 +183,8 @@ def import_sessions(store: TrajectoryStore, path_or_sessions) -> tuple[int, int]
         for rec in turns:
             saved = store.add_turn(rec)
             if saved.turn_type == TurnType.MAIN:  # an imported turn is complete: ready for judging
+                if tokenizer is not None and needs_ids(saved):
+                    tokenize_untokenized_turns(store, tokenizer, [saved])
                 store.finalize_turn(saved.id)
             n_turns += 1
         store.close_session(sid)

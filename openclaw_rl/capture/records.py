@@ -114,6 +114,8 @@ TURN_COLUMNS: tuple[Column, ...] = (
     Column("temperature", "REAL", "temperature", added=True),
     Column("top_p", "REAL", "top_p", added=True),
     Column("trained_step", "INTEGER", added=True, inserted=False),
+    Column("constrained", "INTEGER", "constrained", "bool", added=True),
+    Column("ids_from_text", "INTEGER", "ids_from_text", "bool", added=True),
 )
 
 TABLES: tuple[Table, ...] = (
@@ -168,6 +170,12 @@ class TurnRecord:
     side_reason: str | None = None
     temperature: float | None = None
     top_p: float | None = None
+    #: sampled under a grammar (``tool_choice`` required / named): the logprobs are the
+    #: constrained distribution's, not the policy's
+    constrained: bool | None = None
+    #: the ids were made from text with the chat template (an imported turn without ids), not
+    #: sampled: there are no sampling logprobs (``response_logprobs`` is empty)
+    ids_from_text: bool | None = None
     # filled by the store
     id: int | None = None
     turn_index: int | None = None

@@ -140,6 +140,21 @@ class TrajectoryStore:
                     return row[0], row[1], fp
         return None
 
+    def untokenized_turns(self) -> list[TurnRecord]:
+        """Main turns stored without token ids (imported from text), oldest first."""
+        with self._lock:
+            rows = self._db.execute("SELECT * FROM turns WHERE turn_type=? AND (prompt_ids='[]' OR "
+                                    "response_ids='[]') ORDER BY id", (TurnType.MAIN,)).fetchall()
+        return [_row_to_record(r) for r in rows]
+
+    def set_text_ids(self, turn_id: int, prompt_text: str, prompt_ids: list[int], response_ids: list[int]) -> None:
+        """Store the ids made from a turn's text (:mod:`openclaw_rl.capture.text_turns`): the
+        rendered prompt text, its ids and the response ids, marked ``ids_from_text``, with no
+        sampling logprobs."""
+        with self._tx() as db:
+            db.execute("UPDATE turns SET prompt_text=?, prompt_ids=?, response_ids=?, response_logprobs='[]', "
+                       "ids_from_text=1 WHERE id=?", (prompt_text, _dumps(prompt_ids), _dumps(response_ids), turn_id))
+
     def last_main_turn(self, session_id: str) -> TurnRecord | None:
         """The session's latest main turn, or None."""
         with self._lock:

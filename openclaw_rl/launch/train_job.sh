@@ -1,30 +1,60 @@
 # Shared by every launch script (source it, then call submit_train_job "$@"): the Python to use,
-# the default model, a Ray head on loopback, the environment fallbacks carried into the job, and
-# the job submission itself. A launch script only sets what its method needs (RL_ARGS, METHOD_ARGS)
-# before calling submit_train_job.
+# the default model, the paths, a Ray head on loopback, the environment fallbacks carried into the
+# job, and the job submission itself. A launch script only sets what its method needs (RL_ARGS,
+# METHOD_ARGS) before calling submit_train_job.
 #
 # Inputs, all optional (environment or the calling script):
 #   MODEL_PATH          policy checkpoint (CPU without it: the embedded builtin:smollm2-135m)
-#   DATA_PATH           train offline from recorded sessions (no server is started)
-#   CKPT_SAVE_DIR       checkpoints (default outputs/<method folder>/ckpt)
-#   PORT, SERVED_MODEL_NAME, RL_BUFFER_DIR, LOG_DIR, RAY_PORT, RAY_DASHBOARD_PORT, RAY_ADDRESS,
-#   RAY_AUTH_MODE (token), TRAIN_GPUS, ROLLOUT_GPUS, PYTHON
+#   DATA_PATH           train offline from recorded sessions (no server is started; one pass)
+#   CKPT_SAVE_DIR       checkpoints (default outputs/<method folder>/ckpt in the repository)
+#   RL_BUFFER_DIR, LOG_DIR   trajectory store (default <repository>/rl_buffer), logs (<repository>/logs)
+#   PORT, SERVED_MODEL_NAME (policy), RAY_PORT, RAY_DASHBOARD_PORT, RAY_ADDRESS,
+#   RAY_AUTH_MODE (token), TRAIN_GPUS, ROLLOUT_GPUS (a count, or a list of ids such as "0,1,2,3"),
+#   PYTHON, TRAIN_JOB_DRY_RUN (1: print the paths, the command and the job environment; submit nothing)
 #   Every environment fallback of the trainer's flags (MAJORITY_VOTE_N, MAJORITY_VOTE_THRESHOLD,
-#   PRM_MODEL_PATH, PRM_URL, JUDGE_MODEL_PATH, OPENCLAW_COMBINE_W_OPD, ...; the list:
+#   PRM_MODEL_PATH, PRM_URL, JUDGE_MODEL_PATH, RESUME_CKPT, OPENCLAW_COMBINE_W_OPD, ...; the list:
 #   python -m slime.run_args --env-names) is carried into the job's environment, where the
 #   trainer reads it when the flag is not given (*_API_KEY variables excepted; see slime/run_args.py).
+# Relative paths, in these variables or in any flag, are taken against the directory the script was
+# run from (SLIME_CALLER_CWD in the job); the four paths above are printed absolute before the job starts.
 # Flag groups, each replacing its default entirely when set:
 #   CKPT_ARGS ROLLOUT_ARGS OPTIMIZER_ARGS RL_ARGS PRM_ARGS SERVE_ARGS LORA_ARGS EXTRA_ARGS,
-#   METHOD_ARGS (a method folder's plugin flags). Arguments of the launch script come last (win).
+#   METHOD_ARGS (a method folder's plugin flags). They come after --model-path $MODEL_PATH --save
+#   $CKPT_SAVE_DIR (and --num-rollout 100000 for live traffic), so a group without them still runs;
+#   arguments of the launch script come last (later flags win).
+# Stopping: Ctrl-C (or SIGTERM) stops the job (ray job stop: the trainer shuts the server and the
+# judges down) and then the Ray head this script started, by its PID; a head that was already
+# running is left alone.
 
 LAUNCH_SCRIPT="$(basename "$0")"
 LAUNCH_DIR="$(cd "$(dirname "$0")" && pwd)"
 REPO_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 METHOD_DIR="$(basename "$LAUNCH_DIR")"   # the launch script's folder, relative to the repository root
+CALLER_DIR="$PWD"                        # relative paths mean relative to where the user ran the script
 
 PYTHON=${PYTHON:-$REPO_DIR/.venv/bin/python}
 [ -x "$PYTHON" ] || PYTHON=$(command -v python3)
 export PATH="$(dirname "$PYTHON"):$PATH"
+
+# abs_path PATH: PATH made absolute against the caller's directory (no cd; the path need not exist)
+abs_path() {
+  case "$1" in
+    "") echo "" ;;
+    /*) realpath -m -- "$1" 2>/dev/null || echo "$1" ;;
+    "~"*) realpath -m -- "${1/#\~/$HOME}" 2>/dev/null || echo "${1/#\~/$HOME}" ;;
+    *) realpath -m -- "$CALLER_DIR/$1" 2>/dev/null || echo "$CALLER_DIR/$1" ;;
+  esac
+}
+
+# gpu_count VALUE NAME: a count ("4") or a list of device ids ("0,1,2,3" -> 4)
+gpu_count() {
+  case "$1" in
+    "") echo 0 ;;
+    *[!0-9,\ ]*) echo "$LAUNCH_SCRIPT: $2 must be a GPU count or a list of ids like 0,1,2,3, got '$1'" >&2; return 2 ;;
+    *,*) local ids; IFS=', ' read -r -a ids <<<"$1"; local n=0 i; for i in "${ids[@]}"; do [ -n "$i" ] && n=$((n + 1)); done; echo "$n" ;;
+    *) echo "$1" ;;
+  esac
+}
 
 HAS_GPU=0
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then HAS_GPU=1; fi
@@ -34,48 +64,123 @@ if [ -z "$MODEL_PATH" ]; then
   fi
   MODEL_PATH=builtin:smollm2-135m
 fi
-CKPT_SAVE_DIR=${CKPT_SAVE_DIR:-$REPO_DIR/outputs/$METHOD_DIR/ckpt}
-TRAIN_GPUS=${TRAIN_GPUS:-$HAS_GPU}
-ROLLOUT_GPUS=${ROLLOUT_GPUS:-$HAS_GPU}
+case "$MODEL_PATH" in *:*) ;; *) [ -e "$(abs_path "$MODEL_PATH")" ] && MODEL_PATH=$(abs_path "$MODEL_PATH") ;; esac
+CKPT_SAVE_DIR=$(abs_path "${CKPT_SAVE_DIR:-$REPO_DIR/outputs/$METHOD_DIR/ckpt}")
+RL_BUFFER_DIR=$(abs_path "${RL_BUFFER_DIR:-$REPO_DIR/rl_buffer}")
+LOG_DIR=$(abs_path "${LOG_DIR:-$REPO_DIR/logs}")
+if [ -n "$DATA_PATH" ]; then
+  DATA_PATH=$(abs_path "$DATA_PATH")
+  if [ ! -f "$DATA_PATH" ]; then echo "$LAUNCH_SCRIPT: DATA_PATH $DATA_PATH: no such file" >&2; exit 2; fi
+fi
+TRAIN_GPUS=$(gpu_count "${TRAIN_GPUS:-$HAS_GPU}" TRAIN_GPUS) || exit 2
+ROLLOUT_GPUS=$(gpu_count "${ROLLOUT_GPUS:-$HAS_GPU}" ROLLOUT_GPUS) || exit 2
 PORT=${PORT:-30000}
 RAY_PORT=${RAY_PORT:-6379}
 RAY_DASHBOARD_PORT=${RAY_DASHBOARD_PORT:-8265}
-LOG_DIR=${LOG_DIR:-$REPO_DIR/logs}
+export SLIME_CALLER_CWD="$CALLER_DIR"
 
-# Start a Ray head on loopback unless one is running. Token authentication on: the token lives in
-# ~/.ray/auth_token (generated once), and every ray command uses it.
+STARTED_RAY_HEAD_PID=""
+SUBMIT_PID=""
+JOB_ID=""
+JOB_FINISHED=""
+
+# Start a Ray head on loopback unless one answers at RAY_ADDRESS. Token authentication on: the
+# token lives in ~/.ray/auth_token (generated once), and every ray command uses it. The head runs
+# in the foreground of its own process (ray start --block), so this script stops exactly that one.
 ensure_ray_head() {
   export RAY_AUTH_MODE=${RAY_AUTH_MODE:-token}
   [ "$RAY_AUTH_MODE" = token ] && ray get-auth-token --generate >/dev/null
   export RAY_ADDRESS=${RAY_ADDRESS:-127.0.0.1:$RAY_PORT}
-  if ! ray status --address "$RAY_ADDRESS" >/dev/null 2>&1; then
-    ray start --head --node-ip-address 127.0.0.1 --port "$RAY_PORT" --dashboard-host 127.0.0.1 \
-      --dashboard-port "$RAY_DASHBOARD_PORT" --num-gpus "$((TRAIN_GPUS + ROLLOUT_GPUS > 0 ? TRAIN_GPUS + ROLLOUT_GPUS : 0))" \
-      --disable-usage-stats
+  if ray status --address "$RAY_ADDRESS" >/dev/null 2>&1; then return 0; fi
+  mkdir -p "$LOG_DIR"
+  ray start --head --block --node-ip-address 127.0.0.1 --port "$RAY_PORT" --dashboard-host 127.0.0.1 \
+    --dashboard-port "$RAY_DASHBOARD_PORT" --num-gpus "$((TRAIN_GPUS + ROLLOUT_GPUS))" \
+    --disable-usage-stats >"$LOG_DIR/ray-head.log" 2>&1 &
+  STARTED_RAY_HEAD_PID=$!
+  echo "$LAUNCH_SCRIPT: started a Ray head (pid $STARTED_RAY_HEAD_PID, $RAY_ADDRESS, log $LOG_DIR/ray-head.log)"
+  "$PYTHON" - "$RAY_DASHBOARD_PORT" "$STARTED_RAY_HEAD_PID" <<'EOF' || { cat "$LOG_DIR/ray-head.log" >&2; exit 1; }
+import os, sys, time, urllib.error, urllib.request
+port, pid = sys.argv[1], int(sys.argv[2])
+for _ in range(180):
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        sys.exit("the Ray head exited")
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/api/version", timeout=2)
+        sys.exit(0)
+    except urllib.error.HTTPError:  # 401 with token auth: up
+        sys.exit(0)
+    except OSError:
+        time.sleep(1)
+sys.exit("the Ray head's dashboard did not answer within 180 s")
+EOF
+}
+
+# On exit (normal end, error, Ctrl-C, SIGTERM): stop the job if it still runs, then the Ray head
+# this script started (by PID: SIGTERM, then SIGKILL after 60 s).
+_train_job_cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if [ -n "$JOB_ID" ] && [ -z "$JOB_FINISHED" ]; then
+    echo "$LAUNCH_SCRIPT: stopping job $JOB_ID" >&2
+    ray job stop --address "http://127.0.0.1:$RAY_DASHBOARD_PORT" "$JOB_ID" >/dev/null 2>&1 || true
+    [ -n "$SUBMIT_PID" ] && kill -TERM "$SUBMIT_PID" 2>/dev/null
   fi
+  if [ -n "$STARTED_RAY_HEAD_PID" ] && kill -0 "$STARTED_RAY_HEAD_PID" 2>/dev/null; then
+    echo "$LAUNCH_SCRIPT: stopping the Ray head it started (pid $STARTED_RAY_HEAD_PID)" >&2
+    kill -TERM "$STARTED_RAY_HEAD_PID" 2>/dev/null
+    local waited=0
+    while kill -0 "$STARTED_RAY_HEAD_PID" 2>/dev/null && [ "$waited" -lt 60 ]; do sleep 1; waited=$((waited + 1)); done
+    kill -KILL "$STARTED_RAY_HEAD_PID" 2>/dev/null || true
+  fi
+  exit "$rc"
 }
 
 # Submit slime/train.py with the flag groups, the method's flags and the script's arguments.
 submit_train_job() {
-  local serve_default="--rl-buffer-dir ${RL_BUFFER_DIR:-$REPO_DIR/rl_buffer} --log-dir $LOG_DIR"
-  if [ -n "$DATA_PATH" ]; then   # offline: no server is started, so no server-side flags
-    serve_default="$serve_default --data-path $(cd "$(dirname "$DATA_PATH")" && pwd)/$(basename "$DATA_PATH")"
+  local serve_default="--rl-buffer-dir $RL_BUFFER_DIR --log-dir $LOG_DIR"
+  local base="--model-path $MODEL_PATH --save $CKPT_SAVE_DIR"
+  if [ -n "$DATA_PATH" ]; then   # offline: no server is started, so no server-side flags; one pass by default
+    serve_default="$serve_default --data-path $DATA_PATH"
   else
     serve_default="--port $PORT --served-model-name ${SERVED_MODEL_NAME:-policy} $serve_default"
+    base="$base --num-rollout 100000"
   fi
-  local ckpt=${CKPT_ARGS:-"--model-path $MODEL_PATH --save $CKPT_SAVE_DIR --save-interval 10"}
-  local rollout=${ROLLOUT_ARGS:-"--rollout-batch-size 16 --num-rollouts-per-prompt 1 --num-rollout 100000 \
+  local ckpt=${CKPT_ARGS:-"--save-interval 10"}
+  local rollout=${ROLLOUT_ARGS:-"--rollout-batch-size 16 --num-rollouts-per-prompt 1 \
     --rollout-max-response-len 1024 --rollout-temperature 1.0 --max-staleness 4"}
   local optimizer=${OPTIMIZER_ARGS:-"--lr 1e-6 --weight-decay 0.1 --adam-beta1 0.9 --adam-beta2 0.98"}
   local rl=${RL_ARGS:-"--advantage-estimator broadcast --eps-clip 0.2 --eps-clip-high 0.28 --use-tis --tis-cap 2.0"}
   local judges=${PRM_ARGS:-"--num-judge-workers 2"}
   local serve=${SERVE_ARGS:-$serve_default}
   local runtime_env
-  runtime_env=$(cd "$REPO_DIR" && "$PYTHON" -m slime.run_args --runtime-env)
+  runtime_env=$(cd "$REPO_DIR" && "$PYTHON" -m slime.run_args --runtime-env) || exit 2
+  echo "$LAUNCH_SCRIPT: MODEL_PATH=$MODEL_PATH"
+  echo "$LAUNCH_SCRIPT: CKPT_SAVE_DIR=$CKPT_SAVE_DIR"
+  echo "$LAUNCH_SCRIPT: RL_BUFFER_DIR=$RL_BUFFER_DIR"
+  echo "$LAUNCH_SCRIPT: LOG_DIR=$LOG_DIR"
+  [ -n "$DATA_PATH" ] && echo "$LAUNCH_SCRIPT: DATA_PATH=$DATA_PATH"
+  # shellcheck disable=SC2086  # the groups are word lists
+  set -- $base $ckpt $rollout $optimizer $rl $judges $serve ${METHOD_ARGS:-} ${LORA_ARGS:-} ${EXTRA_ARGS:-} "$@"
+  if [ -n "$TRAIN_JOB_DRY_RUN" ]; then
+    echo "TRAIN_JOB_ARGV=$("$PYTHON" -c 'import json, sys; print(json.dumps(sys.argv[1:]))' "$@")"
+    echo "TRAIN_JOB_RUNTIME_ENV=$runtime_env"
+    echo "TRAIN_JOB_NUM_GPUS=$((TRAIN_GPUS + ROLLOUT_GPUS))"
+    return 0
+  fi
+  trap _train_job_cleanup EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
   ensure_ray_head
+  JOB_ID="openclaw-$METHOD_DIR-$(date +%Y%m%d-%H%M%S)-$$"
   cd "$REPO_DIR"
+  local rc=0
+  # in the background, so a signal to this script is handled at once (a trap waits for a foreground child)
   ray job submit --address "http://127.0.0.1:$RAY_DASHBOARD_PORT" --working-dir "$REPO_DIR" \
-    --runtime-env-json "$runtime_env" -- \
-    python slime/train.py $ckpt $rollout $optimizer $rl $judges $serve ${METHOD_ARGS:-} ${LORA_ARGS:-} \
-    ${EXTRA_ARGS:-} "$@"
+    --submission-id "$JOB_ID" --runtime-env-json "$runtime_env" -- python slime/train.py "$@" &
+  SUBMIT_PID=$!
+  wait "$SUBMIT_PID" || rc=$?
+  JOB_FINISHED=1
+  return "$rc"
 }

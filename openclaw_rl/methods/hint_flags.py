@@ -14,7 +14,7 @@ __all__ = ["HintFlags", "check_local_model"]
 class HintFlags:
     """Hint judge (``--judge-*``, ``--hint-*``) and teacher (``--opd-*``) flags."""
 
-    judge_model_path: str | None = flag(None, "local hint-judge model", env="JUDGE_MODEL_PATH",
+    judge_model_path: str | None = flag(None, "local hint-judge model", env="JUDGE_MODEL_PATH", path="model",
                                         default_text="the policy's base model")
     judge_url: str | None = flag(None, "OpenAI-compatible endpoint for the hint judge (instead of a local model)")
     judge_model_name: str | None = flag(None, "model name at --judge-url", default_text="default")

@@ -14,7 +14,7 @@ import threading
 import time
 from collections import Counter
 
-from openclaw_rl.capture.store import JUDGED, READY, TrajectoryStore
+from openclaw_rl.capture.store import AWAITING_NEXT, JUDGED, JUDGING, READY, TrajectoryStore
 from openclaw_rl.rollout.samples import UntokenizedTurnError, turn_to_sample
 from slime.sample import Sample
 
@@ -37,14 +37,20 @@ class StoreDataSource:
         max_staleness: drop samples whose ``weight_version`` is more than this many versions
             behind the trainer (None: keep all).
         poll_s: polling period while waiting.
+        prepare: optional callable run on each batch of claimed turns before they become samples
+            (the service gives turns imported as text their ids there); returns the turns.
+        finite: offline data (nothing new arrives): :meth:`take` returns a short batch, possibly
+            empty, once no turn is left that could still be judged trainable.
 
     ``health_check``: optional callable run on every poll of :meth:`take`; what it raises (e.g.
     :class:`slime.plugin_failures.PluginFailureError` when too many judgements of a step failed)
     ends the wait and the run.
     """
 
-    def __init__(self, store: TrajectoryStore, max_staleness: int | None = None, poll_s: float = 0.2):
+    def __init__(self, store: TrajectoryStore, max_staleness: int | None = None, poll_s: float = 0.2,
+                 prepare=None, finite: bool = False):
         self.store, self.max_staleness, self.poll_s = store, max_staleness, poll_s
+        self.prepare, self.finite = prepare, finite
         self.health_check = None
         self.current_version = 0
         self.stats: Counter = Counter()
@@ -71,6 +77,8 @@ class StoreDataSource:
             Samples with ``reward`` and ``source_id`` (the store's row id) set; stale ones are dropped and
             replaced.
 
+            With ``finite`` (offline data) fewer, possibly none, once the data is used up.
+
         Raises:
             RolloutTimeout: fewer than ``n`` arrived within ``timeout_s`` (claimed ones are
                 returned to the queue first).
@@ -78,7 +86,8 @@ class StoreDataSource:
         deadline = None if timeout_s is None else time.time() + timeout_s
         out: list[Sample] = []
         while len(out) < n:
-            for turn in self.store.claim_judged(n - len(out)):
+            claimed = self.store.claim_judged(n - len(out))
+            for turn in self.prepare(claimed) if self.prepare and claimed else claimed:
                 judgement = self.store.judgement(turn.id) or {}
                 try:
                     sample = turn_to_sample(turn, judgement.get("reward"), True)
@@ -101,6 +110,10 @@ class StoreDataSource:
                 except Exception:
                     self.release(out)
                     raise
+            if len(out) < n and self.finite and self.exhausted():
+                self.stats["short_batches"] += 1
+                log.info("offline data used up: a batch of %d instead of %d", len(out), n)
+                return out
             if len(out) < n:
                 if self._closed.is_set():
                     self.release(out)
@@ -111,6 +124,11 @@ class StoreDataSource:
                                          f"(backlog {self.backlog()})")
                 self._closed.wait(self.poll_s)
         return out
+
+    def exhausted(self) -> bool:
+        """No turn is waiting to be judged, being judged or judged and unclaimed."""
+        c = self.store.counts()
+        return not (c.get(READY, 0) or c.get(JUDGING, 0) or c.get(JUDGED, 0) or c.get(AWAITING_NEXT, 0))
 
     def _drop(self, turn_id: int, reason: str) -> None:
         self.stats[f"dropped_{reason}"] += 1

@@ -26,7 +26,8 @@ SERVER_SIDE_FLAGS = ("port", "served_model_name", "session_idle_timeout", "serve
 class OpenClawFlags:
     """The OpenClaw rollout service's flags (``SlimeConfig.sections["service"]``)."""
 
-    rl_buffer_dir: str | None = flag(None, "trajectory store folder", default_text="<save>/rl_buffer or ./rl_buffer")
+    rl_buffer_dir: str | None = flag(None, "trajectory store folder", default_text="<save>/rl_buffer or ./rl_buffer",
+                                     path="output")
     server_url: str | None = flag(None, "use a running intercept server (its /admin endpoint receives new "
                                   "weights) instead of starting one")
     port: int = flag(30000, "port of the intercept server the job starts", env="OPENCLAW_PORT", gt=0, lt=65536)
@@ -38,8 +39,8 @@ class OpenClawFlags:
     server_torch_threads: int = flag(1, "torch threads of the server the job starts (1: the trainer shares "
                                      "the CPU; 0: one per core)", ge=0)
     data_path: str | None = flag(None, "train offline from a recorded session file (JSON/JSONL) instead of "
-                                 "live traffic (no server is started)", env="DATA_PATH")
-    prm_model_path: str | None = flag(None, "local PRM judge model", env="PRM_MODEL_PATH",
+                                 "live traffic (no server is started)", env="DATA_PATH", path="input")
+    prm_model_path: str | None = flag(None, "local PRM judge model", env="PRM_MODEL_PATH", path="model",
                                       default_text="the policy's base model")
     prm_url: str | None = flag(None, "OpenAI-compatible endpoint for the PRM judge (instead of a local model)",
                                env="PRM_URL")

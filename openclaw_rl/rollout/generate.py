@@ -24,7 +24,7 @@ import httpx
 
 from openclaw_rl.capture.store import TrajectoryStore
 from slime.errors import one_line
-from slime.sample import Sample, SampleStatus
+from slime.sample import LogprobSource, Sample, SampleStatus
 
 __all__ = ["chat_request", "generate", "sample_from_turn"]
 
@@ -79,6 +79,8 @@ def sample_from_turn(sample: Sample, turn) -> Sample:
     sample.tokens = list(turn.prompt_ids) + list(turn.response_ids)
     sample.response_length = n
     sample.rollout_log_probs = [float(x) for x in turn.response_logprobs]
+    sample.sampling_temperature, sample.sampling_top_p = turn.temperature, turn.top_p
+    sample.logprob_source = LogprobSource.CONSTRAINED if turn.constrained else LogprobSource.ENGINE
     sample.loss_mask = [1] * n
     sample.weight_version = int(turn.weight_version)
     sample.session_id, sample.turn_id = turn.session_id, turn.turn_uid
@@ -100,7 +102,8 @@ async def generate(args: Any, sample: Sample, sampling_params: dict) -> Sample:
 
     Returns:
         The same sample with ``tokens`` = prompt ids + sampled ids, ``response_length``,
-        ``rollout_log_probs``, ``weight_version``, ``response`` and ``status``.
+        ``rollout_log_probs``, ``sampling_temperature`` / ``sampling_top_p``, ``weight_version``,
+        ``response`` and ``status``.
 
     Raises:
         RuntimeError: no server (offline runs cannot generate), a non-200 answer, or no recorded turn.

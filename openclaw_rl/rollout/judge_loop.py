@@ -50,14 +50,16 @@ class JudgeLoop:
         poll_s: sleep between polls when nothing is ready.
         failure_budget: a :class:`slime.plugin_failures.FailureBudget` that counts every judgement
             and its failure (the data source checks it per step).
+        prepare: optional callable run on each claimed batch before judging (returns the turns).
 
     A judge with ``judge_batch(turns) -> list[JudgeResult | Exception]`` (a batched reward plugin)
     gets each claimed batch in one call.
     """
 
     def __init__(self, store: TrajectoryStore, judge: TurnJudge, num_workers: int = 2, poll_s: float = 0.2,
-                 failure_budget=None):
+                 failure_budget=None, prepare=None):
         self.store, self.judge, self.num_workers, self.poll_s = store, judge, max(1, num_workers), poll_s
+        self.prepare = prepare
         self.failure_budget = failure_budget
         self.stats: Counter = Counter()
         self._stop = threading.Event()
@@ -79,6 +81,8 @@ class JudgeLoop:
     async def judge_once(self, limit: int | None = None) -> int:
         """Claim and judge one batch now; returns how many turns were judged."""
         turns = await asyncio.to_thread(self.store.claim_for_judging, limit or self.num_workers * 2)
+        if turns and self.prepare is not None:  # e.g. ids and rendered prompt of turns imported as text
+            turns = await asyncio.to_thread(self.prepare, turns)
         sem = asyncio.Semaphore(self.num_workers)
         batched: dict = {}
         if turns and hasattr(self.judge, "judge_batch"):

@@ -2,12 +2,14 @@
 
 The sample's tokens are exactly the stored prompt ids followed by the stored sampled ids, and
 its rollout logprobs are the stored sampling logprobs: nothing is re-rendered or re-tokenized.
+A turn imported as text got its ids once, from the chat template
+(:mod:`openclaw_rl.capture.text_turns`), and is marked so (``logprob_source = "none"``).
 """
 
 from __future__ import annotations
 
 from openclaw_rl.capture.store import TurnRecord
-from slime.sample import Sample, SampleStatus
+from slime.sample import LogprobSource, Sample, SampleStatus
 
 
 class UntokenizedTurnError(ValueError):
@@ -26,25 +28,34 @@ def turn_to_sample(turn: TurnRecord, reward: float | None, trainable: bool) -> S
     Returns:
         A validated Sample: ``tokens`` [P + R], ``response_length`` R, ``loss_mask`` [R],
         ``rollout_log_probs`` [R], ``weight_version`` of the policy that sampled it,
-        ``source_id`` (the store's row id) and ``metadata`` with the next state role and
-        sampling temperature.
+        ``source_id`` (the store's row id), the turn's ``sampling_temperature`` /
+        ``sampling_top_p``, ``logprob_source`` (``engine``; ``constrained`` for a turn decoded
+        under a grammar; ``none`` with placeholder zeros for a turn whose ids were made from text,
+        :mod:`openclaw_rl.capture.text_turns`) and ``metadata`` with the next state role,
+        sampling temperature and finish reason.
 
     Raises:
         UntokenizedTurnError: the turn has no token ids, or ids and logprobs disagree in length.
     """
     if not turn.prompt_ids or not turn.response_ids:
-        raise UntokenizedTurnError(f"turn {turn.turn_uid} has no token ids (imported without ids?)")
-    if len(turn.response_logprobs) != len(turn.response_ids):
-        raise UntokenizedTurnError(f"turn {turn.turn_uid}: {len(turn.response_ids)} response ids but "
-                                   f"{len(turn.response_logprobs)} logprobs")
+        raise UntokenizedTurnError(f"turn {turn.turn_uid} has no token ids (imported without ids, and the "
+                                   "chat template could not render it)")
     n = len(turn.response_ids)
+    if turn.ids_from_text:
+        source, logprobs = LogprobSource.NONE, [0.0] * n  # placeholders: the trainer computes them
+    else:
+        if len(turn.response_logprobs) != n:
+            raise UntokenizedTurnError(f"turn {turn.turn_uid}: {n} response ids but "
+                                       f"{len(turn.response_logprobs)} logprobs")
+        source = LogprobSource.CONSTRAINED if turn.constrained else LogprobSource.ENGINE
+        logprobs = [float(x) for x in turn.response_logprobs]
     status = SampleStatus.TRUNCATED if turn.finish_reason == "length" else SampleStatus.COMPLETED
     sample = Sample(tokens=list(turn.prompt_ids) + list(turn.response_ids), response_length=n,
-                    rollout_log_probs=[float(x) for x in turn.response_logprobs],
-                    loss_mask=[1 if trainable else 0] * n, reward=reward, status=status,
-                    weight_version=int(turn.weight_version), session_id=turn.session_id,
-                    turn_id=turn.turn_uid, turn_index=int(turn.turn_index or 0),
-                    source_id=turn.id, metadata={"next_state_role": turn.next_state_role,
-                              "temperature": turn.temperature, "prefix_ok": turn.prefix_ok})
+                    rollout_log_probs=logprobs, loss_mask=[1 if trainable else 0] * n, reward=reward,
+                    status=status, weight_version=int(turn.weight_version), session_id=turn.session_id,
+                    turn_id=turn.turn_uid, turn_index=int(turn.turn_index or 0), source_id=turn.id,
+                    sampling_temperature=turn.temperature, sampling_top_p=turn.top_p, logprob_source=source,
+                    metadata={"next_state_role": turn.next_state_role, "temperature": turn.temperature,
+                              "prefix_ok": turn.prefix_ok, "finish_reason": turn.finish_reason})
     sample.validate()
     return sample

@@ -20,6 +20,7 @@ import httpx
 
 from openclaw_rl.capture.export import import_sessions
 from openclaw_rl.capture.store import TrajectoryStore
+from openclaw_rl.capture.text_turns import needs_ids, tokenize_untokenized_turns
 from openclaw_rl.rollout.data_source import StoreDataSource
 from openclaw_rl.rollout.flags import SERVER_SIDE_FLAGS, OpenClawFlags
 from openclaw_rl.rollout.judge_loop import JudgeLoop
@@ -27,6 +28,7 @@ from openclaw_rl.rollout.prompt_rollout import DEFAULT_GENERATE
 from openclaw_rl.rollout.turn_judges import PRMTurnJudge, build_prm
 from slime.flags import ConfigError, option_name
 from slime.hooks import RolloutChoice
+from slime.paths import caller_cwd
 
 __all__ = ["LIVE_ROLLOUT", "PROMPT_ROLLOUT", "OpenClawRolloutService", "PRMTurnJudge", "build_turn_judge"]
 
@@ -49,6 +51,43 @@ def build_turn_judge(cfg: Any, method: Any = None, service: Any = None):
     return judge if judge is not None else PRMTurnJudge(build_prm(cfg))
 
 
+class TextTurns:
+    """Ids for the store's turns that arrived as text (:mod:`openclaw_rl.capture.text_turns`),
+    from the policy's tokenizer (loaded on first need).
+
+    Args:
+        store: the trajectory store.
+        model_path: the policy (``--model-path``), whose chat template renders the turns.
+    """
+
+    def __init__(self, store: TrajectoryStore, model_path: str | None):
+        self.store, self.model_path, self._tokenizer = store, model_path, None
+        self.tokenized = 0
+
+    def _tok(self):
+        if self._tokenizer is None:
+            from openclaw_rl.models import load_tokenizer
+            self._tokenizer = load_tokenizer(self.model_path)
+        return self._tokenizer
+
+    def tokenize_all(self) -> int:
+        """Tokenize every main turn of the store that has no ids; returns how many."""
+        todo = self.store.untokenized_turns()
+        if todo and self.model_path:
+            n = tokenize_untokenized_turns(self.store, self._tok(), todo)
+            self.tokenized += n
+            log.info("tokenized %d imported turn(s) without ids with %s's chat template", n, self.model_path)
+            return n
+        return 0
+
+    def ensure_ids(self, turns: list) -> list:
+        """``turns`` with ids made for those without (in place, and in the store); returns them."""
+        todo = [t for t in turns if needs_ids(t)]
+        if todo and self.model_path:
+            self.tokenized += tokenize_untokenized_turns(self.store, self._tok(), todo)
+        return turns
+
+
 class OpenClawRolloutService:
     """Server + store + judges for one run.
 
@@ -66,13 +105,14 @@ class OpenClawRolloutService:
     def __init__(self, cfg, last_saved_step: int | None = None, method: Any = None, judge=None):
         x = self.flags = cfg.flags_of("service", OpenClawFlags)
         self.cfg = cfg
-        default_dir = Path(cfg.save) / "rl_buffer" if cfg.save else Path("rl_buffer")
-        self.buffer_dir = Path(x.rl_buffer_dir or default_dir)
+        default_dir = Path(cfg.save) / "rl_buffer" if cfg.save else caller_cwd() / "rl_buffer"
+        self.buffer_dir = Path(x.rl_buffer_dir or default_dir).absolute()
         self.store = TrajectoryStore(self.buffer_dir)
         recovered = self.store.recover(last_saved_step)
         log.info("store %s recovered: %s", self.store.path, recovered)
         self.server = None
         self.api_key = x.api_key
+        self.text_turns = TextTurns(self.store, cfg.model_path)
         if x.data_path:
             sessions, turns = import_sessions(self.store, x.data_path)  # known sessions are skipped
             log.info("imported %d new sessions / %d turns from %s into %s", sessions, turns, x.data_path,
@@ -92,7 +132,9 @@ class OpenClawRolloutService:
                 "--torch-threads", str(x.server_torch_threads),
                 api_key=self.api_key, log_dir=log_dir, port=x.port)
             self.server_url = self.server.base_url.rsplit("/v1", 1)[0]
-        self.data_source = StoreDataSource(self.store, max_staleness=cfg.max_staleness)
+        self.text_turns.tokenize_all()  # imported turns without ids, before anything judges them
+        self.data_source = StoreDataSource(self.store, max_staleness=cfg.max_staleness,
+                                           prepare=self.text_turns.ensure_ids, finite=bool(x.data_path))
         self.judge_loop = None
         if not cfg.prompt_data:  # prompt-dataset rollouts reward inside the rollout
             from slime.plugin_failures import FailureBudget
@@ -101,7 +143,7 @@ class OpenClawRolloutService:
                                    getattr(judge, "name", None) or f"the {judge.method} judge", cfg.rollout_batch_size)
             self.data_source.health_check = budget.check  # too many failed judgements in a step stop the run
             self.judge_loop = JudgeLoop(self.store, judge, num_workers=x.num_judge_workers,
-                                        failure_budget=budget).start()
+                                        failure_budget=budget, prepare=self.text_turns.ensure_ids).start()
 
     # ------------------------------------------------------------------ class-level protocol
     @classmethod
@@ -111,6 +153,19 @@ class OpenClawRolloutService:
         if cfg.prompt_data:
             return RolloutChoice(PROMPT_ROLLOUT, groups=True, generates=True)
         return RolloutChoice(LIVE_ROLLOUT, groups=False, generates=False)
+
+    @classmethod
+    def default_num_rollout(cls, cfg: Any) -> int | None:
+        """Offline (``--data-path``): one pass over the file, ``ceil(main turns /
+        --rollout-batch-size)`` steps (the last batch may be short: offline data ends, see
+        :class:`StoreDataSource`); live traffic: None (``--num-rollout`` is required)."""
+        x = cfg.flags_of("service", OpenClawFlags)
+        if not x.data_path or not os.path.isfile(x.data_path):
+            return None
+        from openclaw_rl.capture.export import read_session_file
+        from openclaw_rl.capture.records import TurnType
+        n = sum(t.turn_type == TurnType.MAIN for _, turns in read_session_file(x.data_path) for t in turns)
+        return max(1, -(-n // cfg.rollout_batch_size))
 
     @classmethod
     def default_generate(cls) -> str:

@@ -140,7 +140,8 @@ class ChatService:
                          response_text=raw_text, finish_reason=out.finish_reason,
                          weight_version=out.weight_version, tool_calls=calls or None,
                          reasoning_content=parser.reasoning or None, model=self.model_name,
-                         temperature=params.temperature, top_p=params.top_p)
+                         temperature=params.temperature, top_p=params.top_p,
+                         constrained=params.grammar is not None)
         t0 = time.perf_counter()
         await self.recorder.record(attr, cont, rec, reply)
         log.debug("turn %s committed in %.1f ms", rec.turn_uid, 1000 * (time.perf_counter() - t0))

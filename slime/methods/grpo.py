@@ -19,16 +19,18 @@ __all__ = ["GRPOMethod"]
 
 
 class GRPOMethod(Method):
-    """``--advantage-estimator grpo`` (the default): prompt rollouts with groups of samples."""
+    """``--advantage-estimator grpo`` (the default with ``--n-samples-per-prompt >= 2``): prompt
+    rollouts with groups of samples."""
 
     name = "grpo"
 
     def validate(self) -> None:
         """Refuse group size 1 (the advantage would be 0 everywhere) unless rewards are raw."""
         if self.cfg.n_samples_per_prompt < 2 and not self.cfg.disable_rewards_normalization:
-            raise ConfigError("--advantage-estimator grpo (the default) needs --n-samples-per-prompt >= 2; "
-                              "live turns are single samples: use --advantage-estimator broadcast "
-                              "(Binary RL), opd or combine")
+            raise ConfigError("--advantage-estimator grpo needs --n-samples-per-prompt >= 2 (or "
+                              "--disable-rewards-normalization); live turns are single samples: use "
+                              "--advantage-estimator broadcast (Binary RL, the default for single samples), opd or "
+                              "combine")
 
     def needs_groups(self) -> bool:
         """True unless ``--disable-rewards-normalization`` (then no group statistics are used)."""

@@ -41,6 +41,19 @@ def test_slime_flags_and_aliases():
     assert parse_args(["--n-samples-per-prompt", "2"]).n_samples_per_prompt == 2
 
 
+@pytest.mark.parametrize("argv, rank, alpha, dropout, modules", [
+    (["--lora-rank", "64", "--lora-alpha", "128", "--lora-dropout", "0.05"], 64, 128.0, 0.05, None),  # the seed's
+    (["--lora-rank", "8"], 8, 16.0, 0.0, None),
+    (["--lora-target-modules", "q_proj"], 16, 32.0, 0.0, ("q_proj",)),
+    (["--use-lora", "--lora-rank", "64", "--lora-alpha", "128"], 64, 128.0, 0.0, None),
+])
+def test_lora_flags_turn_lora_on(argv, rank, alpha, dropout, modules):
+    """The seed's LORA_ARGS has no --use-lora: any --lora-* flag turns LoRA on."""
+    cfg = parse_args(argv)
+    assert cfg.use_lora
+    assert (cfg.lora_rank, cfg.lora_alpha, cfg.lora_dropout, cfg.lora_target_modules) == (rank, alpha, dropout, modules)
+
+
 def test_lora_defaults_and_modules():
     cfg = parse_args(["--use-lora", "--lora-rank", "8", "--lora-target-modules", "q_proj", "v_proj"])
     assert cfg.lora_rank == 8 and cfg.lora_alpha == 16.0 and cfg.lora_dropout == 0.0
@@ -78,8 +91,9 @@ def test_unknown_args():
         (["--global-batch-size", "16", "--micro-batch-size", "3"], "not divisible by --micro-batch-size"),
         (["--eps-clip", "0"], "--eps-clip must be > 0"),
         (["--eps-clip", "-0.1"], "--eps-clip must be > 0"),
-        (["--lora-rank", "8"], "--lora-rank needs --use-lora"),
-        (["--lora-target-modules", "q_proj"], "--lora-target-modules needs --use-lora"),
+        (["--rollout-max-context-len", "1"], "--rollout-max-context-len must be >= 2"),
+        (["--truncated-replies", "keep"], "invalid choice"),
+        (["--keep-published-versions", "0"], "--keep-published-versions must be >= 1"),
         (["--kl-loss-type", "k4"], "--kl-loss-type 'k4' is unknown"),
         (["--advantage-estimator", "magic"], "invalid choice"),
         (["--rollout-batch-size", "4", "--global-batch-size", "3", "--micro-batch-size", "1"], "not divisible by --global-batch-size"),

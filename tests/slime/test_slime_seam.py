@@ -153,13 +153,28 @@ def test_method_classes_by_name_and_by_file(tmp_path):
         load_method_class("magic")
 
 
-def test_grpo_on_live_single_turn_traffic_is_refused():
+@pytest.mark.parametrize("method", [None, "grpo", "broadcast", "opd"])
+def test_groups_on_live_single_turn_traffic_are_refused(method):
+    """The seed's ROLLOUT_ARGS="--rollout-batch-size 64 --num-rollouts-per-prompt 4" on live traffic: one
+    line saying why, whatever the method (a live turn has one response)."""
     from slime.train import check_run
 
-    with pytest.raises(ConfigError, match="the groups would mix unrelated turns"):
-        check_run(parse_run_args(["--num-rollout", "1", "--n-samples-per-prompt", "2", "--rollout-batch-size", "2"]))
+    argv = ["--num-rollout", "1", "--rollout-batch-size", "64", "--num-rollouts-per-prompt", "4"]
+    with pytest.raises(ConfigError, match="^--n-samples-per-prompt 4: a live turn has one response") as info:
+        check_run(parse_run_args(argv + (["--advantage-estimator", method] if method else [])))
+    assert "\n" not in str(info.value)
+
+
+def test_default_method_fits_the_rollout():
+    """No --advantage-estimator: broadcast for single samples (live turns, the seed's plugin example),
+    grpo for groups; grpo given for single samples keeps its clear message."""
+    from slime.train import check_run
+
+    assert parse_run_args(["--num-rollout", "1"]).advantage_estimator == "broadcast"
+    assert parse_run_args(["--num-rollout", "1", "--n-samples-per-prompt", "4"]).advantage_estimator == "grpo"
+    check_run(parse_run_args(["--num-rollout", "1"]))
     with pytest.raises(ConfigError, match="needs --n-samples-per-prompt >= 2"):
-        check_run(parse_run_args(["--num-rollout", "1"]))
+        check_run(parse_run_args(["--num-rollout", "1", "--advantage-estimator", "grpo"]))
 
 
 def test_server_side_flags_without_a_server_are_a_one_line_warning(tmp_path, caplog):

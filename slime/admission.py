@@ -1,0 +1,142 @@
+"""What the trainer does to a step's samples before their advantages: the length limit, replies
+cut at ``max_tokens``, and rollout log-probs the engine could not give.
+
+:func:`admit` runs once per step on the train actor (:meth:`slime.ray_actors.TrainActor.admit`),
+right after the rollout, so the method's per-step work and advantages see the samples as they
+will be trained:
+
+1. **Context limit** (``--rollout-max-context-len``, slime's name; default the model's context
+   window, ``max_position_embeddings``): a sample whose prompt + response is longer is cut to the
+   limit (``--context-overflow truncate``, the default: the prompt and the start of the response
+   are kept, the rest of the response is not trained) or dropped (``--context-overflow drop``);
+   a sample whose prompt alone leaves no room for one response token is always dropped. Each is
+   counted and logged with a warning naming the turn.
+2. **Replies cut at the token limit** (``status == truncated``: the engine stopped at
+   ``max_tokens`` / ``--rollout-max-response-len``, ``finish_reason = "length"``):
+   ``--truncated-replies mask`` zeroes their loss mask (counted, never trained: the judge saw a
+   reply the model did not finish), ``train`` trains them like complete replies. Default: ``mask``
+   for a rollout of judged live turns, ``train`` for a rollout that generates
+   (``--prompt-data``, ``--rollout-function-path``), whose reward already judges the cut reply
+   (slime's prompt rollouts train truncated samples too).
+3. **Rollout log-probs** of samples with ``logprob_source`` other than ``engine`` (constrained
+   decoding, or tokens built from text) are replaced by the policy's own log-probs at the step's
+   weights (:meth:`slime.backend.TrainingBackend.policy_logprobs`, each sample at its sampling
+   temperature / top-p): the PPO ratio's old log-probs are recomputed anyway, TIS weighs these
+   tokens 1, and methods that read ``rollout_log_probs`` (OPD's advantage) get the policy's
+   log-probs instead of placeholders or of a constrained distribution.
+
+Every count is a metric of the step (``samples/*``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from slime.sample import LogprobSource, Sample, SampleStatus
+
+__all__ = ["AdmissionPolicy", "admit", "fit_context", "turn_name"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AdmissionPolicy:
+    """The resolved policy of :func:`admit`.
+
+    max_context_len: most prompt + response tokens a trained sample may hold (None: no limit).
+    context_overflow: ``truncate`` or ``drop`` a longer sample.
+    truncated_replies: ``mask`` or ``train`` replies cut at the token limit.
+    """
+
+    max_context_len: int | None = None
+    context_overflow: Literal["truncate", "drop"] = "truncate"
+    truncated_replies: Literal["mask", "train"] = "mask"
+
+    @classmethod
+    def from_config(cls, cfg: Any, model_context: int | None, generates: bool) -> "AdmissionPolicy":
+        """The policy of a run: ``--rollout-max-context-len`` (else ``model_context``),
+        ``--context-overflow``, ``--truncated-replies`` (else ``train`` when the rollout
+        ``generates``, ``mask`` otherwise)."""
+        limit = cfg.rollout_max_context_len or model_context
+        return cls(max_context_len=limit, context_overflow=cfg.context_overflow,
+                   truncated_replies=cfg.truncated_replies or ("train" if generates else "mask"))
+
+
+def turn_name(sample: Sample, index: int) -> str:
+    """How a warning names a sample: its turn id, else its session, else its position."""
+    return sample.turn_id or (f"session {sample.session_id}" if sample.session_id else f"sample #{index}")
+
+
+def fit_context(sample: Sample, max_len: int) -> Sample | None:
+    """``sample`` cut to ``max_len`` tokens (a copy; every per-response-token field is cut the
+    same way), itself when it fits, or None when its prompt leaves no room for a response token.
+
+    Raises:
+        ValueError: ``max_len < 2``.
+    """
+    if max_len < 2:
+        raise ValueError(f"--rollout-max-context-len must be >= 2, got {max_len}")
+    if len(sample.tokens) <= max_len:
+        return sample
+    keep = max_len - sample.prompt_length  # response tokens that fit
+    if keep < 1:
+        return None
+    data = sample.to_dict()
+    data["tokens"] = data["tokens"][:max_len]
+    data["response_length"] = keep
+    for name in ("rollout_log_probs", "loss_mask", "advantages", "teacher_log_probs", "teacher_topk_ids",
+                 "teacher_topk_log_probs"):
+        if data[name] is not None:
+            data[name] = data[name][:keep]
+    data["metadata"] = {**data["metadata"], "context_cut_from": len(sample.tokens)}
+    return Sample.from_dict(data)
+
+
+def admit(samples: Sequence[Sample], policy: AdmissionPolicy, backend: Any = None) -> tuple[list[Sample], dict]:
+    """Apply ``policy`` to a step's samples (module docstring, steps 1-3).
+
+    Args:
+        samples: the rollout's samples, in order.
+        policy: the run's :class:`AdmissionPolicy`.
+        backend: a :class:`slime.backend.TrainingBackend` for step 3; None skips it.
+
+    Returns:
+        ``(samples, metrics)``: the samples to go on with (order kept, dropped ones left out) and
+        ``samples/over_context_truncated``, ``samples/over_context_dropped``, ``samples/truncated``,
+        ``samples/truncated_masked``, ``samples/constrained``, ``samples/without_logprobs``,
+        ``samples/rollout_logprobs_recomputed``.
+    """
+    counts = dict.fromkeys(("over_context_truncated", "over_context_dropped", "truncated", "truncated_masked",
+                            "constrained", "without_logprobs", "rollout_logprobs_recomputed"), 0)
+    out: list[Sample] = []
+    for i, s in enumerate(samples):
+        if policy.max_context_len is not None and len(s.tokens) > policy.max_context_len:
+            cut = None if policy.context_overflow == "drop" else fit_context(s, policy.max_context_len)
+            what = "dropped" if cut is None else f"cut to {policy.max_context_len} tokens"
+            log.warning("%s has %d tokens (prompt %d), more than --rollout-max-context-len %d: %s",
+                        turn_name(s, i), len(s.tokens), s.prompt_length, policy.max_context_len, what)
+            counts["over_context_dropped" if cut is None else "over_context_truncated"] += 1
+            if cut is None:
+                continue
+            s = cut
+        if s.status == SampleStatus.TRUNCATED:
+            counts["truncated"] += 1
+            if policy.truncated_replies == "mask" and s.num_loss_tokens:
+                s.loss_mask = [0] * s.response_length
+                if s.advantages is not None:
+                    s.advantages = [0.0] * s.response_length
+                counts["truncated_masked"] += 1
+        counts["constrained"] += s.logprob_source == LogprobSource.CONSTRAINED
+        counts["without_logprobs"] += s.logprob_source == LogprobSource.NONE
+        out.append(s)
+    redo = [s for s in out if s.logprob_source != LogprobSource.ENGINE and s.response_length and s.prompt_length]
+    if backend is not None and redo:
+        for s, lps in zip(redo, backend.policy_logprobs(redo)):
+            s.rollout_log_probs = [float(x) for x in lps]
+            s.metadata["rollout_logprobs_recomputed_at"] = int(backend.weight_version)
+            s.validate()
+        counts["rollout_logprobs_recomputed"] = len(redo)
+    return out, {f"samples/{k}": float(v) for k, v in counts.items()}
