@@ -15,8 +15,8 @@ from openclaw_rl.judges.lexical import HybridBackend, LexicalBackend
 from openclaw_rl.judges.modes import make_local_backend, resolve_hint_mode, resolve_prm_mode
 from openclaw_rl.judges.prompts import JudgeInput
 from openclaw_rl.judges.prototype import PrototypeJudgeBackend
-from slime.arguments import parse_args
-from slime.train import default_arg_adders
+from slime.methods.registry import load_method_class
+from slime.run_args import parse_run_args
 
 TINY = "builtin:tiny-qwen3"
 INPUTS = [JudgeInput("2+2 is 5.", "No, that's wrong.", "user", None, "What is 2+2?"),
@@ -110,7 +110,14 @@ def test_modes_resolve():
 
 
 def _cfg(*extra):
-    return parse_args(["--model-path", TINY, *extra], extra_arg_adders=default_arg_adders())
+    return parse_run_args(["--model-path", TINY, *extra])
+
+
+def build_turn_judge(cfg):
+    """The run's judge as the rollout service builds it: from the run's method."""
+    from openclaw_rl.rollout.service import build_turn_judge as build
+
+    return build(cfg, load_method_class(cfg.advantage_estimator)(cfg))
 
 
 def test_run_builds_judges_from_flags(monkeypatch):
@@ -118,7 +125,6 @@ def test_run_builds_judges_from_flags(monkeypatch):
     from openclaw_rl.judges.hint_backend import StructuredHintBackend
     from openclaw_rl.judges.hint_extract import ExtractiveHintBackend
     from openclaw_rl.models import resolve_model_path
-    from openclaw_rl.rollout.service import build_turn_judge
 
     monkeypatch.delenv("PRM_MODEL_PATH", raising=False)
     monkeypatch.delenv("PRM_MODE", raising=False)
@@ -147,4 +153,4 @@ def test_bad_prm_mode_from_env_is_a_one_line_error(monkeypatch, capsys):
     monkeypatch.setenv("PRM_MODE", "psychic")
     assert main(["--model-path", TINY, "--num-rollout", "1"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "--prm-mode / PRM_MODE must be one of" in err and len(err.splitlines()) == 1
+    assert "PRM_MODE must be one of auto, lexical" in err and len(err.splitlines()) == 1

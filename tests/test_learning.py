@@ -49,7 +49,9 @@ def test_mean_reward_rises_with_a_deterministic_reward(tmp_path):
         "--custom-rm-path", "tests/plugins/low_ids_reward.py", "--rl-buffer-dir", str(tmp_path / "buf"),
         "--save", str(tmp_path / "ckpt"), "--save-interval", "10", "--log-dir", str(tmp_path / "logs"),
         "--port", str(port), "--api-key", "sk-learn", "--rollout-max-response-len", "8",
-        "--max-staleness", "1"])
+        "--max-staleness", "1",
+        # the reward reads every sampled token, so replies cut at 8 tokens are trained, not masked
+        "--truncated-replies", "train"])
     stop, failures = threading.Event(), []
     driver = threading.Thread(target=_traffic, args=(port, stop, failures), daemon=True)
     driver.start()
@@ -62,6 +64,7 @@ def test_mean_reward_rises_with_a_deterministic_reward(tmp_path):
     assert summary["steps"] == 30 and summary["versions_published"] == 30
     assert failures == []
     rows = [json.loads(line) for line in next((tmp_path / "logs").glob("run-*/metrics.jsonl")).open()]
+    assert sum(r["samples/truncated"] for r in rows) > 0 and all(r["samples/truncated_masked"] == 0 for r in rows)
     rewards = [r["reward/mean"] for r in rows]
     first, last = rewards[:8], rewards[-8:]
     spread = statistics.pstdev(first + last) or 1e-9

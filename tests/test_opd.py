@@ -14,6 +14,7 @@ import httpx
 import pytest
 import torch
 
+from openclaw_rl.judges.backends import JudgeBackend
 from openclaw_rl.judges.hints import HintVote, clean_hint, parse_hint_vote, select_hint
 from openclaw_rl.models import load_model, load_tokenizer
 from openclaw_rl.opd.advantages import combine_advantages, dispatch_branch, opd_advantages
@@ -260,7 +261,7 @@ def _opd_judge_turn(tiny_server):
     return turn
 
 
-class _FixedHintBackend:
+class _FixedHintBackend(JudgeBackend):
     """A deterministic hint judge: every vote accepts with the same hint (forces the accept path)."""
 
     name = "fixed"

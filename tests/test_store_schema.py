@@ -40,8 +40,8 @@ def test_an_older_database_gains_the_added_columns(tmp_path):
     db.execute(f"CREATE TABLE turns ({', '.join(f'{c.name} {c.sql}' for c in old)})")
     db.commit()
     db.close()
-    assert [m.split()[-2] for m in migrations("turns", [c.name for c in old])] == ["temperature", "top_p",
-                                                                                    "trained_step"]
+    assert [m.split()[-2] for m in migrations("turns", [c.name for c in old])] == [
+        "temperature", "top_p", "trained_step", "constrained", "ids_from_text"]
     store = TrajectoryStore(tmp_path)
     cols = [r[1] for r in store._db.execute("PRAGMA table_info(turns)")]
     assert cols == [c.name for c in TURN_COLUMNS] and migrations("turns", cols) == []

@@ -102,8 +102,8 @@ def build_backend(prm_url: str | None = None, prm_model: str | None = None,
         prm_url: when set (or ``$PRM_URL``), an :class:`OpenAIJudgeBackend` on it, with model
             ``prm_model`` (or ``$PRM_MODEL``, default ``"default"``) and ``prm_api_key``; the
             local mode is then not used.
-        model_path: the judge model (``--prm-model-path``, else the policy's base model), used by
-            the local backend unless ``$PRM_MODEL_PATH`` is set.
+        model_path: the judge model (``--prm-model-path``, else the policy's base model); an
+            explicit value always wins (None: :func:`default_prm_model_path`).
         mode: local mode (:data:`PRM_MODES`), default ``$PRM_MODE`` or ``"auto"``
             (:func:`resolve_prm_mode` on the judge model).
         **kw: more keyword arguments for the chosen backend class.
@@ -115,7 +115,7 @@ def build_backend(prm_url: str | None = None, prm_model: str | None = None,
     if url:
         return OpenAIJudgeBackend(url, prm_model or os.environ.get("PRM_MODEL") or "default",
                                   api_key=prm_api_key, **kw)
-    path = default_prm_model_path(model_path)
+    path = model_path or default_prm_model_path()
     return make_local_backend(resolve_prm_mode(mode or os.environ.get("PRM_MODE") or "auto", path), path, **kw)
 
 

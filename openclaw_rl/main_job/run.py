@@ -55,7 +55,10 @@ def trainer_argv(a: argparse.Namespace, base: str, out: Path) -> list[str]:
             "--rollout-batch-size", str(a.batch_size), *METHOD_ARGS[a.method],
             "--use-lora", "--lora-rank", str(a.lora_rank), "--lr", str(a.lr), "--eps-clip", "0.2",
             "--eps-clip-high", "0.28", "--use-tis", "--max-staleness", "2", "--majority-vote-n", "1",
-            "--num-judge-workers", "1", "--rollout-max-response-len", str(a.max_tokens), *judge]
+            "--num-judge-workers", "1", "--rollout-max-response-len", str(a.max_tokens),
+            # the simulated user reacts to the reply it saw, cut or not (the preference shows in the
+            # first words), so cut replies are trained, not masked (docs/learning.md)
+            "--truncated-replies", "train", *judge]
 
 
 def _reserve(a, out: Path, test_q, pref) -> dict | None:

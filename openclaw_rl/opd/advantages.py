@@ -87,7 +87,8 @@ def opd_advantages(samples: Sequence[Sample], clip: float | None = None) -> tupl
 
     Returns:
         ``(samples, metrics)`` with ``opd/n``, ``opd/adv_mean``, ``opd/adv_abs_mean`` (of the
-        advantages used) and ``opd/adv_clipfrac`` (share of loss tokens at the clip bound).
+        advantages used), ``opd/adv_clipfrac`` (share of loss tokens at the clip bound) and
+        ``opd/adv_clip`` (the bound in force; only with ``--opd-adv-clip``).
     """
     total = abs_total = clipped = n_tok = 0.0
     n = 0
@@ -105,8 +106,11 @@ def opd_advantages(samples: Sequence[Sample], clip: float | None = None) -> tupl
                 abs_total += abs(a)
                 clipped += float(clip is not None and abs(a) >= clip)
     d = max(1.0, n_tok)
-    return list(samples), {"opd/n": n, "opd/adv_mean": total / d, "opd/adv_abs_mean": abs_total / d,
-                           "opd/adv_clipfrac": clipped / d}
+    metrics = {"opd/n": n, "opd/adv_mean": total / d, "opd/adv_abs_mean": abs_total / d,
+               "opd/adv_clipfrac": clipped / d}
+    if clip is not None:
+        metrics["opd/adv_clip"] = clip
+    return list(samples), metrics
 
 
 def _rms(values: list[float]) -> float:
@@ -133,7 +137,8 @@ def combine_advantages(samples: Sequence[Sample], w_opd: float = 1.0, w_rl: floa
     Returns:
         ``(samples, metrics)``: ``combine/n_{both,opd,rl,none}``, ``combine/opd_rms``,
         ``combine/rl_rms`` (the normalisers), ``combine/opd_contrib`` and ``combine/rl_contrib``
-        (mean ``|w * Â|`` of each branch over all loss tokens of the batch).
+        (mean ``|w * Â|`` of each branch over all loss tokens of the batch), ``combine/w_opd`` and
+        ``combine/w_rl`` (the weights in force).
 
     Raises:
         ValueError: negative weights, or an OPD-branch sample without ``teacher_log_probs``.
@@ -169,5 +174,6 @@ def combine_advantages(samples: Sequence[Sample], w_opd: float = 1.0, w_rl: floa
     d = max(1.0, n_tok)
     metrics = {f"combine/n_{b}": counts.get(b, 0) for b in BRANCHES}
     metrics.update({"combine/opd_rms": opd_rms, "combine/rl_rms": rl_rms,
-                    "combine/opd_contrib": opd_contrib / d, "combine/rl_contrib": rl_contrib / d})
+                    "combine/opd_contrib": opd_contrib / d, "combine/rl_contrib": rl_contrib / d,
+                    "combine/w_opd": w_opd, "combine/w_rl": w_rl})
     return list(samples), metrics

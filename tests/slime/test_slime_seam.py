@@ -96,7 +96,8 @@ def test_the_prm_flag_beats_prm_model_path_in_the_judge(monkeypatch):
     from openclaw_rl.rollout.turn_judges import build_prm
 
     monkeypatch.setenv("PRM_MODEL_PATH", "builtin:smollm2-135m")
-    cfg = parse_run_args(["--model-path", "builtin:tiny-qwen3", "--prm-model-path", "builtin:tiny-qwen3"])
+    cfg = parse_run_args(["--model-path", "builtin:tiny-qwen3", "--prm-model-path", "builtin:tiny-qwen3",
+                          "--prm-mode", "logprob"])  # a mode that loads the judge model
     assert build_prm(cfg).backend.model_path == "builtin:tiny-qwen3"
 
 
