@@ -6,7 +6,7 @@ or a move to the next topic when it meets it. The rule is the ground truth the r
 model and the judge against; the judge never sees it (it reads only the next state).
 
 Which preference the main job uses was chosen by measuring (``python -m
-openclaw_rl.preferences --model-path builtin:smollm2-135m``): a task has room to learn only where
+openclaw_rl.main_job.baselines --model-path builtin:smollm2-135m``): a task has room to learn only where
 the untrained model rarely meets it. The table of measured baselines is in
 ``docs/learning.md``; :data:`DEFAULT_PREFERENCE` names the chosen one.
 """

@@ -16,9 +16,9 @@ The exact strings were read from ``openclaw@2026.9.6`` (see ``tests/openclaw_age
 
 Rules are configurable with ``--side-turn-rules FILE``: a JSON list of
 ``{"name": str, "pattern": regex, "where": "last_user" | "system" | "any"}`` objects that replace
-the defaults (``[]`` disables side detection). ``--context-pattern`` regexes (repeatable) are
-removed from next-state text; the defaults remove OpenClaw's internal-context blocks and the
-per-turn ``Runtime: ...`` line.
+the defaults (``[]`` disables side detection). Context patterns (:data:`DEFAULT_CONTEXT_PATTERNS`,
+not a flag) are removed from next-state text: OpenClaw's internal-context blocks and the per-turn
+``Runtime: ...`` line.
 """
 
 from __future__ import annotations

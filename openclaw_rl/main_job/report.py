@@ -115,7 +115,7 @@ def plot_learning(path: Path, versions: dict[int, dict], metrics: list[dict], he
             [heldout[k]["ci95"][1] - v for v, k in zip(vals, ("before", "after"))]]
     ax.bar(["before", "after"], vals, yerr=errs, capsize=6, color=["#999999", "#3a7dc9"])
     p = heldout["comparison"]["mcnemar"]["p_value"]
-    ax.set_title(f"held-out satisfaction (n={heldout['before']['n']}, McNemar p={p:.3g})")
+    ax.set_title(f"held-out satisfaction\n(n={heldout['before']['n']}, McNemar p={p:.3g})")
     ax.set_ylim(0, 1.05)
     fig.suptitle(title)
     fig.tight_layout()
