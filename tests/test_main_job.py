@@ -1,0 +1,122 @@
+"""The main job's parts (``openclaw_rl.main_job``): the question split, the paired statistics, the
+held-out measurement's fixed seeds, and the simulated user giving every main turn a next state,
+joined back to the store and scored against the user's truth."""
+
+from __future__ import annotations
+
+import math
+import time
+from fractions import Fraction
+
+import pytest
+
+from openclaw_rl.capture.store import TrajectoryStore
+from openclaw_rl.evaluation.stats import mcnemar_exact
+from openclaw_rl.judges.lexical import lexical_verdict
+from openclaw_rl.main_job.heldout import compare, measure
+from openclaw_rl.main_job.questions import question_sets
+from openclaw_rl.main_job.report import joined_turns, judge_report, per_version
+from openclaw_rl.main_job.run import parse_main_args, trainer_argv
+from openclaw_rl.main_job.user import UserDriver
+from openclaw_rl.preferences import DEFAULT_PREFERENCE, get_preference
+
+
+def test_held_out_questions_are_never_training_questions():
+    train, test = question_sets(40)
+    assert (len(train), len(test)) == (115, 40)
+    assert len({q.id for q in test}) == 40 and not {q.id for q in train} & {q.id for q in test}
+    _, whole_pool = question_sets(65)
+    assert not {q.id for q in train} & {q.id for q in whole_pool}
+    assert [q.source for q in test[:5]] == ["mt-bench"] * 3 + ["gsm8k"] * 2
+    assert question_sets(40) == (train, test)  # a fixed order
+    for bad in (0, 66):
+        with pytest.raises(ValueError, match="--held-out must be between 1 and 65"):
+            question_sets(bad)
+
+
+def _binomial_p(b: int, c: int) -> float:
+    """Two-sided exact binomial p of ``b`` vs ``c`` discordant pairs, by summing every outcome at
+    most as likely as the observed one (the textbook definition; equal to doubling the smaller tail
+    for p = 1/2)."""
+    n = b + c
+    pmf = [Fraction(math.comb(n, k), 2 ** n) for k in range(n + 1)]
+    return float(min(1, sum(p for p in pmf if p <= pmf[b])))
+
+
+@pytest.mark.parametrize("b, c", [(28, 0), (3, 1), (7, 2), (5, 5), (0, 4), (1, 0)])
+def test_mcnemar_is_the_exact_binomial_test_of_the_discordant_pairs(b, c):
+    concordant = {f"s{i}": (True, True) for i in range(4)} | {f"f{i}": (False, False) for i in range(3)}
+    pairs = concordant | {f"b{i}": (False, True) for i in range(b)} | {f"c{i}": (True, False) for i in range(c)}
+    res = mcnemar_exact({k: v[0] for k, v in pairs.items()}, {k: v[1] for k, v in pairs.items()})
+    assert (res["n"], res["improved"], res["worsened"]) == (len(pairs), b, c)
+    assert res["p_value"] == pytest.approx(_binomial_p(b, c), rel=1e-12)
+    assert mcnemar_exact({"q": True}, {"q": True})["p_value"] == 1.0
+
+
+def test_compare_is_paired_on_the_same_questions():
+    before = {"rate": 0.25, "satisfied": {"a": False, "b": False, "c": True, "d": False}}
+    after = {"rate": 0.75, "satisfied": {"a": True, "b": True, "c": True, "d": False}}
+    res = compare(before, after)
+    assert res["delta"] == pytest.approx(0.5)
+    low, high = res["delta_ci95"]
+    # t interval of the differences [1, 1, 0, 0]: mean 0.5, sd 0.577, t(3, 0.975) = 3.182
+    assert (low, high) == pytest.approx((0.5 - 3.1824 * 0.57735 / 2, 0.5 + 3.1824 * 0.57735 / 2), abs=1e-3)
+    assert res["mcnemar"] == {"n": 4, "improved": 2, "worsened": 0, "p_value": 0.5}
+
+
+def test_held_out_replies_are_fixed_by_their_seeds(tiny_server):
+    """The same questions on the same weights give the same replies (side turns, seed per question)."""
+    base = tiny_server.base_url.rsplit("/v1", 1)[0]
+    _, test = question_sets(3)
+    pref = get_preference(DEFAULT_PREFERENCE)
+    store = TrajectoryStore(tiny_server.buffer_dir)
+    mains_before = sum(t.turn_type == "main" for t in store.turns())
+    one = measure(base, tiny_server.api_key, test, pref, 6, model="x")
+    two = measure(base, tiny_server.api_key, test, pref, 6, model="x", concurrency=1)
+    assert one["replies"] == two["replies"] and one["n"] == 3
+    assert compare(one, two)["delta"] == 0.0 and compare(one, two)["mcnemar"]["p_value"] == 1.0
+    assert sum(t.turn_type == "main" for t in store.turns()) == mains_before  # never trained
+    store.close()
+
+
+def test_every_main_turn_of_the_simulated_user_gets_its_reaction_as_next_state(tiny_server):
+    base = tiny_server.base_url.rsplit("/v1", 1)[0]
+    train, _ = question_sets(40)
+    pref = get_preference(DEFAULT_PREFERENCE)
+    driver = UserDriver(base, tiny_server.api_key, train[:3], pref, max_tokens=6, concurrency=1).start()
+    deadline = time.time() + 300
+    while driver.sessions < 2 and time.time() < deadline:
+        time.sleep(0.2)
+    driver.stop()
+    assert driver.failed == 0 and driver.sessions >= 2 and len(driver.truth) == 2 * driver.sessions
+    store = TrajectoryStore(tiny_server.buffer_dir)
+    mine = {r.session_id for r in driver.truth}
+    for sid in mine:
+        turns = store.turns(session_id=sid)
+        mains = [t for t in turns if t.turn_type == "main"]
+        reactions = [r.reaction for r in sorted(driver.truth, key=lambda r: r.index) if r.session_id == sid]
+        assert [t.next_state for t in mains] == reactions  # the last reply's reaction included
+        assert turns[-1].turn_type == "side"  # the closing request carried the last reaction
+    rows, unmatched = joined_turns(store, driver.truth)
+    assert unmatched == 0 and len(rows) == len(driver.truth)
+    assert [rec.satisfied for _, _, rec in rows] == [pref.satisfied(rec.reply) for _, _, rec in rows]
+    # scored with the lexical PRM's verdicts on the recorded next states: it agrees with the truth
+    judged = [(t, {"verdict": lexical_verdict(t.next_state, "user"), "mode": "lexical"}, rec) for t, _, rec in rows]
+    report = judge_report(judged, pref.hint_terms)
+    assert report["prm"]["accuracy"] == 1.0 and report["prm"]["n"] == len(rows) and report["next_state_share"] == 1.0
+    assert sum(v["n"] for v in per_version(judged).values()) == len(rows)
+    store.close()
+
+
+def test_main_job_flags_and_trainer_command_line():
+    a = parse_main_args([])
+    assert (a.method, a.preference, a.steps, a.batch_size, a.held_out, a.lr) == \
+        ("combine", DEFAULT_PREFERENCE, 16, 8, 40, 2e-3)
+    argv = trainer_argv(a, "http://127.0.0.1:1", __import__("pathlib").Path("/tmp/x"))
+    assert argv[argv.index("--advantage-estimator") + 1] == "combine"
+    assert argv[argv.index("--truncated-replies") + 1] == "train"
+    from slime.run_args import parse_run_args
+    cfg = parse_run_args(argv)
+    assert (cfg.num_rollout, cfg.rollout_batch_size, cfg.truncated_replies) == (16, 8, "train")
+    with pytest.raises(SystemExit):
+        parse_main_args(["--steps", "0"])
