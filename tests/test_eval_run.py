@@ -172,8 +172,9 @@ def test_run_eval_script_compares_a_checkpoint_with_the_base(tmp_path):
 @pytest.mark.slow
 def test_before_after_with_a_lora_run(tmp_path):
     _save_tiny_checkpoint(tmp_path / "run", lora=True)
-    r = subprocess.run(["bash", "openclaw-test/before_after.sh", "--run", str(tmp_path / "run"), "--before",
-                        "builtin:tiny-qwen3", "--limit", "2", "--max-tokens", "16", "--torch-threads", "1",
+    # no --before: the run's own base model, from the config the trainer saved
+    (tmp_path / "run" / "run_config.json").write_text(json.dumps({"model_path": "builtin:tiny-qwen3"}))
+    r = subprocess.run(["bash", "openclaw-test/before_after.sh", "--run", str(tmp_path / "run"), "--limit", "2", "--max-tokens", "16", "--torch-threads", "1",
                         "--eval-tasks", "conversation,tool-use", "--out", str(tmp_path / "eval"), "--no-progress"],
                        cwd=REPO, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
@@ -183,6 +184,18 @@ def test_before_after_with_a_lora_run(tmp_path):
     assert [m["kind"] for m in results["models"]] == ["builtin", "adapter"]
     logs = list((tmp_path / "eval" / "servers" / "run_checkpoint-1").glob("server-*.log"))
     assert logs  # the adapter was served by its own server, on its base model
+
+
+def test_before_is_the_runs_own_base_model(tmp_path):
+    from openclaw_rl.evaluation.before_after import run_base_model
+
+    assert run_base_model(str(tmp_path)) is None
+    (tmp_path / "run_config.json").write_text(json.dumps({"model_path": "/models/Qwen3-7B", "lr": 1e-5}))
+    (tmp_path / "checkpoint-3").mkdir()
+    assert run_base_model(str(tmp_path)) == run_base_model(str(tmp_path / "checkpoint-3")) == "/models/Qwen3-7B"
+    (tmp_path / "run_config.json").write_text("{not json")
+    with pytest.raises(ValueError, match="run_config.json: not valid JSON"):
+        run_base_model(str(tmp_path))
 
 
 @pytest.mark.slow

@@ -32,6 +32,26 @@ def delta_lines(payload: dict) -> list[str]:
     return lines
 
 
+def run_base_model(run: str) -> str | None:
+    """The base model a run trained (``--model-path`` in its saved ``run_config.json``, looked up in
+    ``run`` and, for a checkpoint folder, its parent); None when no config is found.
+
+    Raises:
+        ValueError: a ``run_config.json`` that is not valid JSON.
+    """
+    import json
+    from pathlib import Path
+
+    for folder in (Path(run), Path(run).parent):
+        path = folder / "run_config.json"
+        if path.is_file():
+            try:
+                return json.loads(path.read_text()).get("model_path") or None
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}: not valid JSON ({exc.msg})") from None
+    return None
+
+
 def main(argv: list[str] | None = None, prog: str = "openclaw-rl eval-before-after") -> int:
     """Run the before/after evaluation; returns the exit code (0, 2 bad input, 130 interrupted).
 
@@ -43,7 +63,8 @@ def main(argv: list[str] | None = None, prog: str = "openclaw-rl eval-before-aft
     argv = list(sys.argv[1:] if argv is None else argv)
     p = _OneLineParser(prog=prog, add_help=False)
     p.add_argument("--run", required=True, help="a run's save folder (its checkpoint-latest) or a checkpoint")
-    p.add_argument("--before", default=DEFAULT_MODEL, help=f"the model before training (default {DEFAULT_MODEL})")
+    p.add_argument("--before", default=None, help="the model before training (default: the run's own base "
+                   f"model, --model-path in SAVE_DIR/run_config.json; {DEFAULT_MODEL} when the run saved none)")
     if any(x in ("-h", "--help") for x in argv):
         print(f"usage: {prog} --run SAVE_DIR [--before MODEL] [eval options]\n\n{__doc__}\neval options:")
         build_parser(prog).print_help()
@@ -51,7 +72,8 @@ def main(argv: list[str] | None = None, prog: str = "openclaw-rl eval-before-aft
     known, rest = p.parse_known_args(argv)
     if any(x.startswith(("--model-path", "--server-url")) for x in rest):
         raise ValueError("--model-path/--server-url are chosen by this command: use --before and --run")
-    a = build_parser(prog).parse_args(rest + ["--model-path", known.before, "--model-path", known.run])
+    before = known.before or run_base_model(known.run) or DEFAULT_MODEL
+    a = build_parser(prog).parse_args(rest + ["--model-path", before, "--model-path", known.run])
     payload, code = run_guarded(a, argv, prog)
     if payload is None:
         return code
