@@ -2,7 +2,7 @@
 # Before/after: evaluate the base model and a run's latest checkpoint in one command and print
 # the deltas (after - before) with their 95% intervals.
 #
-#   bash openclaw-test/before_after.sh --run SAVE_DIR [--before builtin:smollm2-135m] [run_eval.sh options]
+#   bash openclaw-test/before_after.sh --run SAVE_DIR [--before MODEL (default: the run's base model)] [run_eval.sh options]
 #
 # The same as `openclaw-rl eval-before-after ...`.
 set -e
