@@ -227,6 +227,19 @@ def test_tool_calls_reach_the_bfcl_checker(tool_server, tmp_path):
     records = [json.loads(x) for x in
                (tmp_path / "items" / _key(tool_server) / "tool-use.jsonl").read_text().splitlines()]
     assert [r["score"] for r in records] == [0.0, 0.0]
-    simple = next(r for r in records if r["group"] == "simple")  # greedy: the same call every time
-    assert simple["detail"]["calls"] == [{"read": {"path": "hello.txt"}}], simple
-    assert simple["detail"]["error_type"] == "simple_function_checker:wrong_func_name"
+    # What the tool model writes for BFCL's prompts differs between builds (a well-formed `read` call
+    # on one, a malformed one on another), so the path is checked whatever it wrote: a call the
+    # server parsed reaches the checker as a call (wrong function: `read` is not BFCL's), and text
+    # the server left as content holds no well-formed call (the checker says no_call).
+    from openclaw_rl.tool_parser import parse_reply
+    for r in records:
+        d = r["detail"]
+        assert parse_reply(d["content"] or "", True, True).tool_calls == [], r
+        assert all(list(c) == ["read"] for c in d["calls"]), r
+        if not d["calls"]:
+            want = "no_call"
+        elif len(d["calls"]) == 1:
+            want = "simple_function_checker:wrong_func_name"
+        else:
+            want = f"{'simple' if r['group'] == 'simple' else 'multiple'}_function_checker:wrong_count"
+        assert d["error_type"] == want, r

@@ -6,6 +6,7 @@ offline through a real Ray job on the tiny model, with the folder's ``custom_los
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -42,13 +43,14 @@ def test_method_folder_from_the_template_trains_one_step(tiny_server, tiny_class
                   DATA_PATH=str(data), CKPT_SAVE_DIR=str(tmp_path / "ckpt"), RL_BUFFER_DIR=str(tmp_path / "buf"),
                   LOG_DIR=str(tmp_path / "logs"),
                   ROLLOUT_ARGS="--rollout-batch-size 2 --num-rollouts-per-prompt 1 --num-rollout 1 "
-                               "--rollout-max-response-len 8")
+                               "--rollout-max-response-len 8 --truncated-replies train")
     r = subprocess.run(["bash", str(script)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out[-6000:]
     assert "succeeded" in out
-    assert "plugin loss: plugin my-method/custom_loss.py:compute_loss (simple convention)" in out
-    assert "plugin reward: --custom-rm-path my-method/custom_rm.py:get_reward_model (simple form)" in out
+    # plugin paths are made absolute at start-up (inside the job: Ray's copy of the working dir)
+    assert re.search(r"plugin loss: plugin \S*my-method/custom_loss\.py:compute_loss \(simple convention\)", out)
+    assert re.search(r"plugin reward: --custom-rm-path \S*my-method/custom_rm\.py:get_reward_model \(simple form\)", out)
     assert (tmp_path / "ckpt" / "checkpoint-latest" / "trainer_state.json").is_file()
     row = json.loads(next((tmp_path / "logs").glob("run-*/metrics.jsonl")).read_text().splitlines()[-1])
     assert row["step"] == 1 and row["train/skipped"] == 0.0 and "train/plugin_loss" in row
