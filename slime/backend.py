@@ -37,7 +37,6 @@ log-probs, token-level loss over the global batch, one step per global batch).
 
 from __future__ import annotations
 
-import copy
 import logging
 import math
 import time
@@ -52,6 +51,7 @@ from slime.batch import SampleBatch, collate_samples, split_micro_batches
 from slime.backend_io import BackendIOMixin
 from slime.loss_guard import LossPluginError, callable_name, checked_loss
 from slime.logprobs import compute_token_logprobs
+from slime.policy_model import DEFAULT_LORA_TARGET_MODULES, build_policy
 from slime.losses import LossInputs, LossOutputs, PolicyLossConfig, policy_loss, reduce_metrics
 from slime.sample import Sample, SampleStatus
 
@@ -63,9 +63,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-#: attention projections of Llama / Qwen / Mistral style decoders (SmolLM2 and Qwen3 included).
-DEFAULT_LORA_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj")
 
 #: A loss function with :func:`slime.losses.policy_loss`'s signature.
 LossFn = Callable[[LossInputs, PolicyLossConfig], LossOutputs]
@@ -183,20 +180,7 @@ class TrainingBackend(BackendIOMixin):
             model.config.use_cache = False
 
         self.is_lora = bool(cfg.use_lora)
-        self.ref_model: torch.nn.Module | None = None
-        if self.is_lora:
-            from peft import LoraConfig, get_peft_model
-
-            targets = list(cfg.lora_target_modules or DEFAULT_LORA_TARGET_MODULES)
-            lora_config = LoraConfig(r=int(cfg.lora_rank or 16),
-                                     lora_alpha=float(cfg.lora_alpha or 2 * (cfg.lora_rank or 16)),
-                                     lora_dropout=float(cfg.lora_dropout or 0.0),
-                                     target_modules=targets, task_type="CAUSAL_LM")
-            model = get_peft_model(model, lora_config)
-        elif cfg.use_kl_loss:
-            self.ref_model = copy.deepcopy(model).eval()
-            self.ref_model.requires_grad_(False)
-        self.model = model.eval()
+        self.model, self.ref_model = build_policy(cfg, model)
         self.trainable_parameters = [p for p in self.model.parameters() if p.requires_grad]
         if not self.trainable_parameters:
             raise ValueError("the model has no trainable parameters")
