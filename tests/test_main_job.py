@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import time
+from pathlib import Path
 from fractions import Fraction
 
 import pytest
@@ -112,7 +113,7 @@ def test_main_job_flags_and_trainer_command_line():
     a = parse_main_args([])
     assert (a.method, a.preference, a.steps, a.batch_size, a.held_out, a.lr) == \
         ("combine", DEFAULT_PREFERENCE, 16, 8, 40, 2e-3)
-    argv = trainer_argv(a, "http://127.0.0.1:1", __import__("pathlib").Path("/tmp/x"))
+    argv = trainer_argv(a, "http://127.0.0.1:1", Path("/tmp/x"))
     assert argv[argv.index("--advantage-estimator") + 1] == "combine"
     assert argv[argv.index("--truncated-replies") + 1] == "train"
     from slime.run_args import parse_run_args
