@@ -81,6 +81,7 @@ export SLIME_CALLER_CWD="$CALLER_DIR"
 
 STARTED_RAY_HEAD_PID=""
 SUBMIT_PID=""
+HELPER_PIDS=""   # processes a launch script started for the job (a router, ...): stopped on exit, by PID
 JOB_ID=""
 JOB_FINISHED=""
 
@@ -127,6 +128,8 @@ _train_job_cleanup() {
     ray job stop --address "http://127.0.0.1:$RAY_DASHBOARD_PORT" "$JOB_ID" >/dev/null 2>&1 || true
     [ -n "$SUBMIT_PID" ] && kill -TERM "$SUBMIT_PID" 2>/dev/null
   fi
+  local p
+  for p in $HELPER_PIDS; do kill -TERM "$p" 2>/dev/null || true; done
   if [ -n "$STARTED_RAY_HEAD_PID" ] && kill -0 "$STARTED_RAY_HEAD_PID" 2>/dev/null; then
     echo "$LAUNCH_SCRIPT: stopping the Ray head it started (pid $STARTED_RAY_HEAD_PID)" >&2
     kill -TERM "$STARTED_RAY_HEAD_PID" 2>/dev/null

@@ -1,0 +1,142 @@
+"""Samples from an agent episode, token-exactly (DESIGN.md invariants 1 and 6).
+
+Two layouts, chosen by ``--dynamic-history``:
+
+* **One sample per trajectory** (default). Step ``k``'s prompt ids extend step ``k-1``'s prompt
+  + response ids token for token (the server's continuation), so the trajectory is
+  ``prompt_1 + action_1 + obs_1 + action_2 + ... + action_K``: the actions are the sampled ids
+  with their sampling logprobs and loss mask 1; the observation ids between them (tool results,
+  the template's separators, an end-of-turn token the server appended) are taken from the next
+  prompt's ids with loss mask 0 and logprob 0.0 (never trained, so the placeholder is never
+  read). Where a step's prompt does *not* extend the previous ids (a template that re-renders
+  history differently), nothing is re-tokenised: the trajectory is split there into separate
+  samples, and ``metadata["prefix_break_steps"]`` records where.
+* **One sample per step** (``--dynamic-history``): each step's exact prompt ids and sampled ids.
+
+Every sample carries the metadata the step-wise estimator reads
+(:mod:`slime.methods.step_wise`): ``trajectory_id``, ``step_spans`` (``[start, end)`` of each
+action in response coordinates), ``step_indices`` (the step number of each span),
+``step_prm_scores`` (aligned with the spans; present when a step PRM scored the episode), and
+the episode's ``env_score``, ``finish``, ``num_steps``, ``tool_calls`` (count),
+``final_response``, ``session_id`` and ``turn_ids``. ``Sample.reward`` is preset to the
+environment's score (the reward plugin may replace it; every sample of a trajectory gets the
+same outcome).
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Sequence
+
+from openclaw_rl.agentic.agent_loop import AgentStep, Episode
+from slime.sample import LogprobSource, Sample, SampleStatus
+
+__all__ = ["episode_samples"]
+
+
+def _base_metadata(episode: Episode, trajectory_id: str) -> dict:
+    return {"trajectory_id": trajectory_id, "env_score": episode.score, "finish": episode.finish,
+            "num_steps": len(episode.steps), "tool_calls": episode.num_tool_calls,
+            "final_response": episode.final_response, "session_id": episode.session_id,
+            **({"episode_error": episode.error} if episode.error else {})}
+
+
+class _Segment:
+    """A run of steps whose ids concatenate: built left to right."""
+
+    def __init__(self, step: AgentStep, index: int):
+        t = step.turn
+        self.prompt = list(t.prompt_ids)
+        self.response = list(t.response_ids)
+        self.logprobs = [float(x) for x in t.response_logprobs]
+        self.mask = [1] * len(t.response_ids)
+        self.spans = [[0, len(t.response_ids)]]
+        self.indices = [index]
+        self.steps = [step]
+
+    def tokens(self) -> list[int]:
+        return self.prompt + self.response
+
+    def extend(self, step: AgentStep, index: int) -> bool:
+        """Append ``step`` when its prompt extends this segment's ids; False otherwise."""
+        t, prev = step.turn, self.tokens()
+        if len(t.prompt_ids) < len(prev) or list(t.prompt_ids[:len(prev)]) != prev:
+            return False
+        obs = list(t.prompt_ids[len(prev):])
+        self.response += obs
+        self.logprobs += [0.0] * len(obs)
+        self.mask += [0] * len(obs)
+        start = len(self.response)
+        self.response += list(t.response_ids)
+        self.logprobs += [float(x) for x in t.response_logprobs]
+        self.mask += [1] * len(t.response_ids)
+        self.spans.append([start, len(self.response)])
+        self.indices.append(index)
+        self.steps.append(step)
+        return True
+
+
+def _sample(template: Sample, seg: _Segment, meta: dict, prm: Sequence[float] | None, last: bool,
+            episode: Episode) -> Sample:
+    turns = [s.turn for s in seg.steps]
+    s = copy.deepcopy(template)
+    s.tokens, s.response_length = seg.tokens(), len(seg.response)
+    s.rollout_log_probs, s.loss_mask = seg.logprobs, seg.mask
+    s.sampling_temperature, s.sampling_top_p = turns[0].temperature, turns[0].top_p
+    s.logprob_source = (LogprobSource.CONSTRAINED if any(t.constrained for t in turns) else LogprobSource.ENGINE)
+    s.weight_version = min(int(t.weight_version) for t in turns)
+    s.session_id, s.turn_id = episode.session_id, turns[0].turn_uid
+    s.response = "\n".join(part for st in seg.steps for part in (st.action_text, st.observation_text) if part)
+    s.status = (SampleStatus.TRUNCATED if last and episode.finish == "length" else SampleStatus.COMPLETED)
+    s.reward = episode.score
+    s.metadata = {**template.metadata, **meta, "step_spans": [list(x) for x in seg.spans],
+                  "step_indices": list(seg.indices), "turn_ids": [t.id for t in turns],
+                  "weight_versions": [int(t.weight_version) for t in turns]}
+    if prm is not None:
+        s.metadata["step_prm_scores"] = [float(prm[k]) for k in seg.indices]
+    s.validate()
+    return s
+
+
+def episode_samples(episode: Episode, template: Sample, *, dynamic_history: bool = False,
+                    step_prm_scores: Sequence[float] | None = None,
+                    trajectory_id: str | None = None) -> list[Sample]:
+    """The training samples of ``episode`` (module docstring).
+
+    Args:
+        episode: the finished episode.
+        template: the rollout's sample for this prompt (``prompt``, ``label``, ``metadata`` such
+            as ``group_index``); copied, never changed.
+        dynamic_history: one sample per step instead of one per trajectory.
+        step_prm_scores: the step PRM's score of each step (``len == len(episode.steps)``), or None.
+        trajectory_id: default a fresh uuid.
+
+    Returns:
+        The samples in step order. An episode with no step (it failed before the first reply)
+        gives one ``FAILED`` sample with no tokens and ``metadata["error"]``.
+
+    Raises:
+        ValueError: ``step_prm_scores`` of the wrong length.
+    """
+    if step_prm_scores is not None and len(step_prm_scores) != len(episode.steps):
+        raise ValueError(f"step_prm_scores has {len(step_prm_scores)} scores for {len(episode.steps)} steps")
+    meta = _base_metadata(episode, trajectory_id or uuid.uuid4().hex)
+    if not episode.steps:
+        s = copy.deepcopy(template)
+        s.tokens, s.response_length, s.rollout_log_probs, s.loss_mask = [], 0, [], []
+        s.status = SampleStatus.FAILED
+        s.metadata = {**template.metadata, **meta,
+                      "error": episode.error or f"episode ended ({episode.finish}) before the first step"}
+        return [s]
+    segments: list[_Segment] = []
+    breaks: list[int] = []
+    for k, step in enumerate(episode.steps):
+        if dynamic_history or not segments or not segments[-1].extend(step, k):
+            if segments and not dynamic_history:
+                breaks.append(k)
+            segments.append(_Segment(step, k))
+    if breaks:
+        meta["prefix_break_steps"] = breaks
+    return [_sample(template, seg, meta, step_prm_scores, i == len(segments) - 1, episode)
+            for i, seg in enumerate(segments)]

@@ -1,0 +1,80 @@
+"""Samples from constructed episodes: concatenation, observation masks, spans, prefix breaks,
+dynamic history (hand-built turns, so every id is known)."""
+
+from __future__ import annotations
+
+import pytest
+
+from openclaw_rl.agentic.agent_loop import AgentStep, Episode
+from openclaw_rl.agentic.trajectory import episode_samples
+from openclaw_rl.capture.records import TurnRecord
+from slime.sample import LogprobSource, Sample, SampleStatus
+
+
+def _turn(i: int, prompt: list[int], response: list[int], version: int = 0, constrained: bool = False) -> TurnRecord:
+    return TurnRecord(session_id="agent:x", turn_type="side", messages=[], prompt_text="", prompt_ids=prompt,
+                      response_ids=response, response_logprobs=[-0.1 * (k + 1) for k in range(len(response))],
+                      response_text="", finish_reason="stop", weight_version=version, turn_uid=f"u{i}", id=i,
+                      temperature=1.0, top_p=1.0, constrained=constrained)
+
+
+def _episode(turns: list[TurnRecord], finish: str = "answered", score: float = 1.0) -> Episode:
+    steps = [AgentStep(turn=t, content=f"a{k}", tool_calls=[], observations=[f"o{k}"] if k < len(turns) - 1 else [])
+             for k, t in enumerate(turns)]
+    return Episode(session_id="agent:x", task="task", steps=steps, final_response="a_last", finish=finish,
+                   score=score)
+
+
+def _template() -> Sample:
+    return Sample(tokens=[], response_length=0, rollout_log_probs=[], prompt="p", metadata={"group_index": 3})
+
+
+def test_three_steps_concatenate_with_observations_masked():
+    t1 = _turn(1, [1, 2, 3], [10, 11])
+    t2 = _turn(2, [1, 2, 3, 10, 11, 50, 51], [12], version=1)            # obs 50 51
+    t3 = _turn(3, [1, 2, 3, 10, 11, 50, 51, 12, 60], [13, 14, 15], version=2)  # obs 60
+    [s] = episode_samples(_episode([t1, t2, t3]), _template(), step_prm_scores=[1.0, -1.0, 0.5])
+    assert s.tokens == [1, 2, 3, 10, 11, 50, 51, 12, 60, 13, 14, 15]
+    assert s.prompt_length == 3 and s.response_length == 9
+    assert s.loss_mask == [1, 1, 0, 0, 1, 0, 1, 1, 1]
+    assert s.rollout_log_probs == pytest.approx([-0.1, -0.2, 0, 0, -0.1, 0, -0.1, -0.2, -0.3])
+    assert s.metadata["step_spans"] == [[0, 2], [4, 5], [6, 9]]
+    assert s.metadata["step_indices"] == [0, 1, 2]
+    assert s.metadata["step_prm_scores"] == [1.0, -1.0, 0.5]
+    assert s.metadata["group_index"] == 3 and s.metadata["num_steps"] == 3
+    assert s.weight_version == 0 and s.metadata["weight_versions"] == [0, 1, 2]
+    assert s.reward == 1.0 and s.status == SampleStatus.COMPLETED
+    assert "prefix_break_steps" not in s.metadata
+
+
+def test_a_prefix_break_splits_the_trajectory_without_retokenising():
+    t1 = _turn(1, [1, 2], [10])
+    t2 = _turn(2, [1, 2, 99, 50], [12])     # the template re-rendered step 1 differently
+    t3 = _turn(3, [1, 2, 99, 50, 12, 60], [13])
+    a, b = episode_samples(_episode([t1, t2, t3]), _template())
+    assert a.tokens == [1, 2, 10] and a.metadata["step_indices"] == [0]
+    assert b.tokens == [1, 2, 99, 50, 12, 60, 13] and b.loss_mask == [1, 0, 1]
+    assert b.metadata["step_indices"] == [1, 2] and b.metadata["step_spans"] == [[0, 1], [2, 3]]
+    assert a.metadata["prefix_break_steps"] == [1] == b.metadata["prefix_break_steps"]
+    assert a.metadata["trajectory_id"] == b.metadata["trajectory_id"]
+
+
+def test_dynamic_history_gives_one_exact_sample_per_step():
+    t1 = _turn(1, [1, 2, 3], [10, 11])
+    t2 = _turn(2, [1, 2, 3, 10, 11, 50], [12], constrained=True)
+    a, b = episode_samples(_episode([t1, t2], finish="length"), _template(), dynamic_history=True)
+    assert (a.tokens, a.response_length) == ([1, 2, 3, 10, 11], 2)
+    assert (b.tokens, b.response_length) == ([1, 2, 3, 10, 11, 50, 12], 1)
+    assert a.metadata["step_spans"] == [[0, 2]] and b.metadata["step_indices"] == [1]
+    assert a.status == SampleStatus.COMPLETED and b.status == SampleStatus.TRUNCATED
+    assert b.logprob_source == LogprobSource.CONSTRAINED and a.logprob_source == LogprobSource.ENGINE
+
+
+def test_bad_prm_scores_and_empty_episodes():
+    t1 = _turn(1, [1], [2])
+    with pytest.raises(ValueError, match="1 steps"):
+        episode_samples(_episode([t1]), _template(), step_prm_scores=[1.0, 1.0])
+    empty = Episode(session_id="s", task="", steps=[], final_response="", finish="error", score=None,
+                    error="ConnectionError: refused")
+    [s] = episode_samples(empty, _template())
+    assert s.status == SampleStatus.FAILED and s.tokens == [] and "refused" in s.metadata["error"]
