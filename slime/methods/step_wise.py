@@ -176,7 +176,8 @@ def step_wise_advantages(samples: Sequence[Sample], *, coef: float, n_per_prompt
             r = float(s.reward) + coef * st.score
             seen = buckets.setdefault((group, st.index), {})
             if traj in seen and abs(seen[traj] - r) > _EQUAL_TOL:
-                raise ValueError(f"step_wise: trajectory {traj!r} step {st.index} has two rewards ({seen[traj]} and {r})")
+                raise ValueError(f"step_wise: trajectory {traj!r} step {st.index} has two rewards "
+                                 f"({seen[traj]} and {r})")
             seen[traj] = r
     values: dict[tuple[Any, int], dict[Any, float] | None] = {}
     kinds = {"single": 0, "dropped": 0, "kept": 0, "raw": 0}
