@@ -5,6 +5,9 @@
   group's standard deviation (unbiased, ``+ 1e-6``, as slime/TRL compute it); the scalar is
   broadcast to every response token. Groups are ``group_size`` consecutive samples (slime's
   ``n_samples_per_prompt`` layout).
+* :func:`grpo_trajectories`: GRPO under ``--dynamic-history`` (one sample per agent step): one
+  outcome per trajectory, normalised within its group over trajectories, broadcast to every
+  step-sample of the trajectory.
 * :func:`broadcast_reward`: group size 1 and no normalisation; each turn's reward becomes the
   advantage of all its response tokens. Binary RL (OpenClaw-RL) uses this: the judge's +1/-1/0
   for a turn is the turn's advantage.
@@ -20,7 +23,7 @@ from typing import Any
 
 import torch
 
-from slime.sample import Sample
+from slime.sample import Sample, SampleStatus
 
 __all__ = [
     "broadcast_reward",
@@ -28,6 +31,7 @@ __all__ = [
     "compute_advantages",
     "grpo",
     "grpo_advantages",
+    "grpo_trajectories",
 ]
 
 
@@ -92,6 +96,54 @@ def grpo(samples: Sequence[Sample], group_size: int, *, normalize_std: bool = Tr
     adv_N = grpo_advantages(_rewards(samples), group_size, normalize_std=normalize_std)
     for s, a in zip(samples, adv_N.tolist()):
         s.advantages = broadcast_to_tokens(s, a)
+    return list(samples)
+
+
+def grpo_trajectories(samples: Sequence[Sample], *, normalize_std: bool = True, eps: float = 1e-6) -> list[Sample]:
+    """GRPO under ``--dynamic-history``: one outcome per trajectory, normalised within its group.
+
+    Each step-sample carries ``metadata["group_index"]`` and ``metadata["trajectory_id"]``; the
+    trajectory's outcome is its (shared) ``reward``. Within a group the trajectories' outcomes
+    (each counted once, however many step-samples it has) become ``(r - mean) / (std + eps)``
+    with the unbiased std as :func:`grpo_advantages` (a group of one trajectory: 0), and that value
+    is broadcast over every step-sample of the trajectory (upstream OpenClaw-RL's
+    ``_post_process_rewards`` for dynamic history). Failed samples (their reward overwritten by
+    :func:`slime.plugin_failures.mark_failed`) are left out of the statistics and get 0.
+
+    Returns:
+        The same (mutated) samples.
+
+    Raises:
+        ValueError: a sample without reward or ids, or a trajectory whose step-samples disagree
+            on the reward.
+    """
+    outcome: dict[tuple, float] = {}
+    groups: dict = {}
+    keys = []
+    for i, s in enumerate(samples):
+        md = s.metadata or {}
+        if "group_index" not in md or "trajectory_id" not in md:
+            raise ValueError(f"--dynamic-history: sample {i} has no metadata group_index / trajectory_id")
+        key = (md["group_index"], md["trajectory_id"])
+        keys.append(key)
+        if s.status == SampleStatus.FAILED:
+            continue
+        if s.reward is None:
+            raise ValueError(f"sample {i} has no reward; judge it before computing advantages")
+        if key in outcome and outcome[key] != float(s.reward):
+            raise ValueError(f"trajectory {key[1]!r} has step-samples with rewards {outcome[key]} and {s.reward}")
+        if key not in outcome:
+            outcome[key] = float(s.reward)
+            groups.setdefault(key[0], []).append(key)
+    adv: dict[tuple, float] = {}
+    for members in groups.values():
+        r_K = torch.tensor([outcome[k] for k in members], dtype=torch.float64)
+        c_K = r_K - r_K.mean()
+        if normalize_std:
+            c_K = c_K / (r_K.std() + eps) if len(members) > 1 else torch.zeros_like(c_K)
+        adv.update(zip(members, c_K.tolist()))
+    for s, key in zip(samples, keys):
+        s.advantages = broadcast_to_tokens(s, adv.get(key, 0.0))
     return list(samples)
 
 

@@ -156,6 +156,13 @@ class SlimeConfig:
                                    "plugin files", group="plugins", path="data")
     input_key: str = flag("prompt", "--prompt-data field holding the prompt", group="plugins")
     label_key: str = flag("label", "--prompt-data field holding the label", group="plugins")
+    metadata_key: str = flag("metadata", "--prompt-data field (a JSON object) copied into each sample's "
+                             "metadata (task_key, env_type, ...)", group="plugins")
+    reward_key: str | None = flag(None, "when the reward plugin returns a dict: the key holding the reward",
+                                  group="plugins", default_text="'reward'")
+    dynamic_history: bool = flag(False, "agent rollouts: one sample per agent step (its prompt the history so "
+                                 "far) instead of one per trajectory", group="rollout",
+                                 names=("--dynamic-history", "--dynamic_history"))
     # loop
     async_train: bool = flag(False, "collect the next rollout while the current step trains", group="loop")
     rollout_service: str | None = flag(None, "what serves, collects and judges: a registered name or "

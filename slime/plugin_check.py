@@ -63,7 +63,7 @@ def check_plugins(cfg: Any, method: Any = None) -> list[str]:
 
         if not cfg.custom_rm_path:
             raise PluginError("--prompt-data needs a reward for the generated responses: give --custom-rm-path")
-        load_prompts(cfg.prompt_data, cfg.input_key, cfg.label_key)
+        load_prompts(cfg.prompt_data, cfg.input_key, cfg.label_key, cfg.metadata_key)
     if cfg.custom_rm_path:
         reward = RewardPlugin(cfg.custom_rm_path, cfg, build=False)
         lines.append(f"reward: {reward.name} ({reward.convention} form)")

@@ -5,7 +5,8 @@ The canonical form is slime's per-sample ``reward(args, sample)``, the
 ``get_reward_model``) and slime's **batched** form are adapters to it, chosen from the signature.
 
 * **slime, per sample**: ``async def reward(args, sample, **kwargs) -> float | dict`` (a plain
-  ``def`` is run in a worker thread). A dict must hold ``"reward"``; the rest is kept as details.
+  ``def`` is run in a worker thread). A dict must hold the reward under ``--reward-key``
+  (default ``"reward"``; slime's ``Sample.get_reward_value``); the other keys are kept as details.
 * **slime, batched**: ``async def reward(args, samples, **kwargs) -> list[float | dict]``, one
   result per sample in order. Detected by the second parameter's name ``samples`` (or a
   ``list[...]`` annotation).
@@ -163,15 +164,23 @@ class RewardPlugin:
         """Reward models built so far (simple form; one per judge worker)."""
         return self._built
 
+    @property
+    def reward_key(self) -> str:
+        """The dict key holding the reward: ``--reward-key`` of the run's args, else ``"reward"``."""
+        return getattr(self.args, "reward_key", None) or "reward"
+
     def _value(self, out: Any) -> tuple[float, dict]:
+        key = self.reward_key
         details = dict(out) if isinstance(out, dict) else {}
-        value = out.get("reward") if isinstance(out, dict) else out
+        value = out.get(key) if isinstance(out, dict) else out
         if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:  # numpy / torch scalars
             value = value.item()
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
-            expected = "a finite float" if self.convention == "simple" else "a finite float or {'reward': float}"
+            expected = "a finite float" if self.convention == "simple" else f"a finite float or {{{key!r}: float}}"
+            if isinstance(out, dict) and key not in out:
+                expected += f" (no key {key!r}: set --reward-key)"
             raise ValueError(f"{self.name} returned {one_line(repr(out), 200)}; expected {expected}")
-        details.pop("reward", None)
+        details.pop(key, None)
         return float(value), details
 
     async def _call(self, *call_args) -> Any:

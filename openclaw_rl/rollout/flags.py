@@ -4,7 +4,16 @@ One declaration per flag (:func:`slime.flags.flag`): the default, the help text 
 environment fallback. Environment variables are read only when the flag is not on the command
 line (the seed's launch scripts: ``OPENCLAW_PORT``, ``OPENCLAW_API_KEY``, ``DATA_PATH``,
 ``PRM_MODEL_PATH``, ``PRM_URL``, ``PRM_MODEL``, ``PRM_API_KEY``, ``MAJORITY_VOTE_N``,
-``MAJORITY_VOTE_THRESHOLD``); a bad value is a one-line error. The methods' own flags (hint judge,
+``MAJORITY_VOTE_THRESHOLD``, ``PRM_ENABLE``, ``PRM_M``, ``PRM_TEMPERATURE``, ``PRM_MAX_NEW_TOKENS``); a bad
+value is a one-line error.
+
+Two vote counts, two judges: ``--majority-vote-n`` is the Binary RL turn judge's (live turns, judged
+from the next state; votes of ``1 / -1 / 0`` reduced by majority with ``--majority-vote-threshold``
+to one verdict), ``--prm-m`` the step PRM's (agent rollouts, ``--prm-enable``; votes of ``+1 / -1``
+reduced by their mean to a score in ``[-1, 1]``). Upstream reads ``PRM_M`` for both; here each judge
+has its own. Defaults of the ``--prm-*`` step flags follow upstream (``prm_m`` 3,
+``prm_max_new_tokens`` 4096, ``prm_temperature`` 1.0 as its SWE PRM); ``--prm-num-gpus`` and
+``--prm-num-gpus-per-engine`` are stored for the GPU launch (0 on CPU). The methods' own flags (hint judge,
 teacher, Combine weights) live with the methods in :mod:`openclaw_rl.methods`.
 """
 
@@ -50,6 +59,18 @@ class OpenClawFlags:
         "auto", "local PRM judge mode (docs/judges.md): lexical, hybrid, prototype, channel, logprob or generate; "
         "auto = the best measured mode on the embedded model (lexical) for a builtin: judge model, logprob for a "
         "model folder", env="PRM_MODE")
+    prm_enable: bool = flag(False, "score every agent step with the step PRM judge (agent rollouts; "
+                            "openclaw_rl.agentic.step_prm)", env="PRM_ENABLE")
+    prm_m: int = flag(3, "step PRM votes per agent step; the step score is the mean of the valid +1/-1 votes "
+                      "(--majority-vote-n is the Binary RL turn judge's, reduced by majority)", env="PRM_M", ge=1)
+    prm_temperature: float = flag(1.0, "step PRM sampling temperature (> 0 for a local judge model)",
+                                  env="PRM_TEMPERATURE", ge=0)
+    prm_max_new_tokens: int = flag(4096, "most tokens of one step PRM answer (reasoning, then the verdict line)",
+                                   env="PRM_MAX_NEW_TOKENS", ge=1)
+    prm_num_gpus: int = flag(0, "GPUs reserved for step PRM engines (0: the judge runs on the rollout's "
+                             "device)", ge=0)
+    prm_num_gpus_per_engine: int = flag(0, "GPUs per step PRM engine (tensor parallel size; 0: one engine "
+                                        "per --prm-num-gpus)", ge=0)
     majority_vote_n: int = flag(1, "judge votes per turn (PRM and hint judge)", env="MAJORITY_VOTE_N", ge=1)
     majority_vote_threshold: float = flag(0.5, "fraction of the valid votes the winning verdict needs, else 0",
                                           env="MAJORITY_VOTE_THRESHOLD", ge=0, le=1)

@@ -10,7 +10,8 @@ resumed run continues where it stopped) of ``--prompt-data``, ``B = --rollout-ba
 prompt gets ``--n-samples-per-prompt`` samples, all generated concurrently by the generate hook
 (default :func:`openclaw_rl.rollout.generate.generate`, through the intercept server), then
 scored by the ``--custom-rm-path`` plugin (any of its forms; the simple form sees the label as
-``next_state``).
+``next_state``). Each sample's ``metadata`` starts as a copy of its row's ``--metadata-key`` object
+(task_key, env_type, ...), with ``rollout_id``, ``group_index`` and ``index`` set over it.
 
 A generate or reward plugin that raises marks that sample failed (traceback in the log, reward 0,
 never trained; see :func:`slime.plugin_failures.mark_failed`) and the step goes on; more than
@@ -59,7 +60,8 @@ def sampling_params(args: Any) -> dict:
 async def _generate_group(fn, name: str, args, item: dict, group: int, n: int, rollout_id: int) -> list[Sample]:
     async def one(k: int) -> list[Sample]:
         sample = Sample(tokens=[], response_length=0, rollout_log_probs=[], prompt=copy.deepcopy(item["prompt"]),
-                        label=item["label"], metadata={"rollout_id": rollout_id, "group_index": group,
+                        label=item["label"], metadata={**copy.deepcopy(item.get("metadata") or {}),
+                                                       "rollout_id": rollout_id, "group_index": group,
                                                        "index": group * n + k})
         try:
             return await call_generate(fn, name, args, sample, sampling_params(args))
@@ -90,7 +92,7 @@ def generate_rollout(args, rollout_id: int, data_source=None, evaluation: bool =
     """One step of prompt-dataset rollouts (slime's ``generate_rollout`` convention).
 
     Args:
-        args: the run's config (``prompt_data``, ``input_key``, ``label_key``,
+        args: the run's config (``prompt_data``, ``input_key``, ``label_key``, ``metadata_key``,
             ``rollout_batch_size``, ``n_samples_per_prompt``, ``custom_generate_function_path``,
             ``custom_rm_path``, ``max_plugin_failure_fraction``; ``server_url`` / ``rl_buffer_dir``
             for the default generate).
@@ -113,8 +115,9 @@ def generate_rollout(args, rollout_id: int, data_source=None, evaluation: bool =
         raise ValueError("the prompt-dataset rollout has no evaluation mode")
     if not args.custom_rm_path:
         raise ValueError("--prompt-data needs a reward: give --custom-rm-path")
-    items = _cached(("prompts", args.prompt_data, args.input_key, args.label_key),
-                    lambda: load_prompts(args.prompt_data, args.input_key, args.label_key))
+    meta_key = getattr(args, "metadata_key", "metadata")
+    items = _cached(("prompts", args.prompt_data, args.input_key, args.label_key, meta_key),
+                    lambda: load_prompts(args.prompt_data, args.input_key, args.label_key, meta_key))
     B = int(args.rollout_batch_size)
     picked = [items[(rollout_id * B + i) % len(items)] for i in range(B)]
     gen_spec = args.custom_generate_function_path

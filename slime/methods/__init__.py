@@ -9,6 +9,7 @@ from slime.methods.broadcast import BroadcastMethod
 from slime.methods.grpo import GRPOMethod
 from slime.methods.passthrough import PassThroughMethod
 from slime.methods.registry import CORE_METHODS, load_method_class, method_names
+from slime.methods.step_wise import StepWiseMethod
 
-__all__ = ["CORE_METHODS", "BroadcastMethod", "GRPOMethod", "Method", "PassThroughMethod", "load_method_class",
-           "method_names"]
+__all__ = ["CORE_METHODS", "BroadcastMethod", "GRPOMethod", "Method", "PassThroughMethod", "StepWiseMethod",
+           "load_method_class", "method_names"]

@@ -4,13 +4,18 @@ Each sample's reward minus its group's mean (divided by the group's std unless
 ``--disable-grpo-std-normalization``), broadcast over its response tokens; groups are the
 ``--n-samples-per-prompt`` consecutive samples of one prompt. With
 ``--disable-rewards-normalization`` the raw rewards are broadcast instead.
+
+Under ``--dynamic-history`` (one sample per agent step) the groups are the trajectories of one
+prompt (``metadata["group_index"]``), each trajectory's outcome counted once, not once per
+step-sample; the normalised outcome is broadcast to every step-sample of the trajectory
+(:func:`slime.advantages.grpo_trajectories`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from slime.advantages import broadcast_reward, grpo
+from slime.advantages import broadcast_reward, grpo, grpo_trajectories
 from slime.flags import ConfigError
 from slime.methods.base import Method
 from slime.sample import Sample
@@ -41,5 +46,7 @@ class GRPOMethod(Method):
         without reward or a batch that does not split into groups."""
         if self.cfg.disable_rewards_normalization:
             return broadcast_reward(samples), {}
+        if self.cfg.dynamic_history:
+            return grpo_trajectories(samples, normalize_std=not self.cfg.disable_grpo_std_normalization), {}
         return grpo(samples, self.cfg.n_samples_per_prompt,
                     normalize_std=not self.cfg.disable_grpo_std_normalization), {}

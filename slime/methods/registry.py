@@ -1,7 +1,7 @@
 """The method registry: ``--advantage-estimator`` value -> :class:`~slime.methods.base.Method` class.
 
 Names come from two places: the core's generic methods (``grpo``, ``broadcast``,
-``passthrough``) and the ``slime.methods`` entry points of installed packages
+``passthrough``, ``step_wise``) and the ``slime.methods`` entry points of installed packages
 (:mod:`slime.registry`). A package may register a name the core already has only with a subclass
 of the core's class (a specialisation: OpenClaw's Binary RL is ``broadcast`` with its judge).
 Any other value is loaded from a file or module: ``path/to/method.py:Class``,
@@ -18,6 +18,7 @@ from slime.methods.base import Method
 from slime.methods.broadcast import BroadcastMethod
 from slime.methods.grpo import GRPOMethod
 from slime.methods.passthrough import PassThroughMethod
+from slime.methods.step_wise import StepWiseMethod
 from slime.plugins import PluginError, load_module
 from slime.registry import METHODS, entry_names, load_entry
 
@@ -25,7 +26,7 @@ __all__ = ["CORE_METHODS", "FLAG", "load_method_class", "method_names", "registe
 
 FLAG = "--advantage-estimator"
 CORE_METHODS: dict[str, type[Method]] = {"grpo": GRPOMethod, "broadcast": BroadcastMethod,
-                                         "passthrough": PassThroughMethod}
+                                         "passthrough": PassThroughMethod, "step_wise": StepWiseMethod}
 
 
 def method_names() -> list[str]:
