@@ -341,6 +341,7 @@ def build_step_prm(flags: Any, policy_model_path: str | None = None, *, window: 
             :class:`~openclaw_rl.judges.backends.LocalJudgeBackend` on ``prm_model_path``, else
             ``policy_model_path``, else the default judge model; sampled at ``prm_temperature``
             with at most ``prm_max_new_tokens``; ``prm_m`` votes; ``num_judge_workers`` steps at once.
+            ``--prm-model-path rule:observation`` is the deterministic :class:`ObservationRuleJudge`.
         policy_model_path: the policy's model (the local judge's fallback).
         window: the history window.
         num_workers: overrides ``flags.num_judge_workers``.
@@ -352,6 +353,9 @@ def build_step_prm(flags: Any, policy_model_path: str | None = None, *, window: 
     """
     from openclaw_rl.judges.backends import LocalJudgeBackend, OpenAIJudgeBackend, default_prm_model_path
 
+    workers = num_workers if num_workers is not None else getattr(flags, "num_judge_workers", 4)
+    if flags.prm_model_path == ObservationRuleJudge.name:
+        return StepPRM(ObservationRuleJudge(), m=flags.prm_m, window=window, num_workers=workers)
     temperature, max_new = float(flags.prm_temperature), int(flags.prm_max_new_tokens)
     if flags.prm_url:
         backend: Any = OpenAIJudgeBackend(flags.prm_url, flags.prm_model_name or "default", api_key=flags.prm_api_key,
@@ -362,5 +366,4 @@ def build_step_prm(flags: Any, policy_model_path: str | None = None, *, window: 
         path = flags.prm_model_path or default_prm_model_path(policy_model_path)
         backend = LocalJudgeBackend(path, mode="generate", temperature=temperature, max_new_tokens=max_new,
                                     **backend_kw)
-    workers = num_workers if num_workers is not None else getattr(flags, "num_judge_workers", 4)
     return StepPRM(BackendVoter(backend), m=flags.prm_m, window=window, num_workers=workers)

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from openclaw_rl.evaluation.tasks import TASK_NAMES
+from openclaw_rl.evaluation.tasks import DEFAULT_TASKS, TASK_NAMES
 from slime.errors import error_line
 
 
@@ -30,8 +30,8 @@ def build_parser(prog: str = "openclaw-rl eval") -> argparse.ArgumentParser:
     p.add_argument("--server-url", action="append", default=[], metavar="URL",
                    help="a running OpenAI-compatible server to evaluate (http://host:port/v1); repeatable")
     p.add_argument("--api-key", default=None, help="API key of --server-url servers")
-    p.add_argument("--eval-tasks", default=",".join(TASK_NAMES),
-                   help=f"comma-separated tasks (default: {','.join(TASK_NAMES)})")
+    p.add_argument("--eval-tasks", default=",".join(DEFAULT_TASKS),
+                   help=f"comma-separated tasks, of {','.join(TASK_NAMES)} (default: {','.join(DEFAULT_TASKS)})")
     p.add_argument("--limit", type=int, default=None, metavar="N",
                    help="first N items of each task (settings / categories interleaved); default: all")
     p.add_argument("--out", default="outputs/eval", help="output folder; re-running resumes there")

@@ -19,7 +19,7 @@ from openclaw_rl.evaluation.report import markdown_table, write_report
 from openclaw_rl.evaluation.runner import ItemLog, run_items
 from openclaw_rl.evaluation.stats import paired_delta, summarize
 from openclaw_rl.evaluation.targets import Target, resolve_target, server_target, serving, unique_keys
-from openclaw_rl.evaluation.tasks import TASK_NAMES, make_task
+from openclaw_rl.evaluation.tasks import DEFAULT_TASKS, make_task
 
 
 @dataclass
@@ -29,7 +29,7 @@ class EvalConfig:
     model_paths: list[str] = field(default_factory=list)
     server_urls: list[str] = field(default_factory=list)
     api_key: str | None = None
-    tasks: list[str] = field(default_factory=lambda: list(TASK_NAMES))
+    tasks: list[str] = field(default_factory=lambda: list(DEFAULT_TASKS))
     limit: int | None = None
     out: str = "outputs/eval"
     seed: int = 0

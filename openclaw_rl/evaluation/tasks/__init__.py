@@ -1,4 +1,5 @@
-"""Evaluation tasks: ``conversation`` (simulated users), ``coding`` (HumanEval), ``tool-use`` (BFCL)."""
+"""Evaluation tasks: ``conversation`` (simulated users), ``coding`` (HumanEval), ``tool-use`` (BFCL),
+and the Track 2 agent families ``math-tool`` (ReTool-style math) and ``terminal`` (AgentBench OS)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from openclaw_rl.evaluation.tasks.base import Task
 
 
 def make_task(name: str, **options) -> Task:
-    """The task called ``name`` (``conversation``, ``coding`` or ``tool-use``).
+    """The task called ``name`` (one of :data:`TASK_NAMES`).
 
     Args:
         options: ``user_llm_url``, ``user_llm_model``, ``user_llm_key`` (conversation only) and
@@ -26,6 +27,9 @@ def make_task(name: str, **options) -> Task:
         task = CodingTask()
     elif name == "tool-use":
         task = ToolUseTask()
+    elif name in AGENT_TASKS:
+        from openclaw_rl.agentic.families import eval_task
+        task = eval_task(name)
     else:
         raise ValueError(f"unknown eval task {name!r}; choose from {', '.join(TASK_NAMES)}")
     if max_tokens:
@@ -33,6 +37,10 @@ def make_task(name: str, **options) -> Task:
     return task
 
 
-TASK_NAMES = ("conversation", "coding", "tool-use")
+#: the Track 2 agent families' held-out episodes (:mod:`openclaw_rl.evaluation.tasks.agentic`)
+AGENT_TASKS = ("math-tool", "terminal")
+#: what ``--eval-tasks`` runs when not given (the agent tasks need the sandbox: name them)
+DEFAULT_TASKS = ("conversation", "coding", "tool-use")
+TASK_NAMES = DEFAULT_TASKS + AGENT_TASKS
 
-__all__ = ["TASK_NAMES", "Task", "make_task"]
+__all__ = ["AGENT_TASKS", "DEFAULT_TASKS", "TASK_NAMES", "Task", "make_task"]
