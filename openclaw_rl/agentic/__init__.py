@@ -1,0 +1,1 @@
+"""The agentic core shared by the Track 2 agent families (issue 13)."""
