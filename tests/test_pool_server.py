@@ -115,10 +115,10 @@ def serve(tmp_path: Path, module: str, *args: str, env: dict | None = None):
                 proc.wait(5)
 
 
-def pool(tmp_path: Path, *args: str, max_envs: int = 4):
+def pool(tmp_path: Path, *args: str, max_envs: int = 4, env: dict | None = None):
     """A pool server with the counter family (default env_type ``counter``)."""
     return serve(tmp_path, "openclaw_rl.agentic.pool_server", "--max-envs", str(max_envs),
-                 "--env", f"counter={SPEC}", "--env-type", "counter", *args)
+                 "--env", f"counter={SPEC}", "--env-type", "counter", *args, env=env)
 
 
 def task(tmp_path: Path, target: int = 3, **extra) -> dict:
@@ -294,14 +294,21 @@ def test_api_key(tmp_path):
 
 
 def test_router_spreads_over_workers_and_429_when_all_full(tmp_path):
-    with pool(tmp_path, max_envs=2) as (w1, _), pool(tmp_path, max_envs=2) as (w2, _), \
-            serve(tmp_path, "openclaw_rl.agentic.router", env={"WORKER_URLS": f"{w1},{w2}"}) as (router, _):
+    key = {"POOL_API_KEY": "sk-pool"}  # workers and router read it; the router sends it on
+    auth = {"Authorization": "Bearer sk-pool"}
+    with pool(tmp_path, max_envs=2, env=key) as (w1, _), pool(tmp_path, max_envs=2, env=key) as (w2, _), \
+            serve(tmp_path, "openclaw_rl.agentic.router", env={"WORKER_URLS": f"{w1},{w2}", **key}) as (router, _):
+        assert httpx.get(f"{router}/status").status_code == 401
+
+        def in_use():
+            return [httpx.get(f"{w}/status", headers=auth).json()["in_use"] for w in (w1, w2)]
+
         async def scenario():
-            async with PoolClient([router], retry_timeout=0.3, backoff_base=0.05) as client:
-                a = await client.allocate("r1", task=task(tmp_path, 1))
+            async with PoolClient([router], api_key="sk-pool", retry_timeout=0.3, backoff_base=0.05) as client:
+                a = await client.allocate("r1", task=task(tmp_path, 1), request_id="same")
+                assert (await client.allocate("r1", request_id="same")).lease_id == a.lease_id  # idempotent
                 b = await client.allocate("r2", task=task(tmp_path, 1))
-                in_use = [httpx.get(f"{w}/status").json()["in_use"] for w in (w1, w2)]
-                assert in_use == [1, 1]  # least loaded first
+                assert in_use() == [1, 1]  # least loaded first
                 c = await client.allocate("r3", task=task(tmp_path, 1))
                 d = await client.allocate("r4", task=task(tmp_path, 1))
                 with pytest.raises(PoolUnavailableError, match="pool_full"):
@@ -319,7 +326,7 @@ def test_router_spreads_over_workers_and_429_when_all_full(tmp_path):
                     await env.close()
                 with pytest.raises(LeaseLostError):
                     await client.post(router, "reset", {"lease_id": a.lease_id})
-                assert [httpx.get(f"{w}/status").json()["in_use"] for w in (w1, w2)] == [0, 0]
+                assert in_use() == [0, 0]
         run(scenario())
 
 

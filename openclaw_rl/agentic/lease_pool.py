@@ -6,7 +6,8 @@ concurrent call, so a slow environment never blocks the loop nor starves another
 ``asyncio.Lock`` per lease serialises that lease's calls (environments need not be thread-safe).
 
 Errors are :class:`PoolError` with an HTTP status, a machine code and a one-line message:
-``pool_full`` (429), ``lease_not_found`` (404), ``invalid_env_type`` (400), ``env_error`` (500).
+``pool_full`` (429), ``lease_not_found`` (404), ``invalid_env_type`` / ``missing_env_type`` (400),
+``env_error`` (500), ``shutting_down`` (503).
 """
 
 from __future__ import annotations
@@ -79,9 +80,10 @@ class LeasePool:
         self.default_env_type, self._factory = default_env_type, factory
         self._leases: dict[str, Lease] = {}
         self._by_request: dict[str, str] = {}
-        self._pending: dict[str, asyncio.Future] = {}  # request_id -> lease_id being built
+        self._pending: dict[str, asyncio.Future] = {}  # request_id -> build task (-> lease_id)
         self._executor = ThreadPoolExecutor(max_envs + 4, thread_name_prefix="env")
         self.allocated = self.closed = self.expired = 0
+        self._stopping = False
 
     # -- running environment code off the loop ---------------------------------------------
     async def _in_thread(self, fn: Callable, *args) -> Any:
@@ -116,34 +118,39 @@ class LeasePool:
             return lease_id
         if request_id in self._pending:  # a concurrent retry of an allocation being built
             return await asyncio.shield(self._pending[request_id])
+        if self._stopping:
+            raise PoolError(503, "shutting_down", "the pool server is stopping")
         env_type = env_type or self.default_env_type
         if not env_type:
             raise PoolError(400, "missing_env_type", "env_type is required (this pool has no --env-type default)")
         if self.in_use >= self.max_envs:
             raise PoolError(429, "pool_full", f"pool full: {self.in_use}/{self.max_envs} environments "
                             "leased; retry later", retry_after=self.retry_after)
-        lease_id = f"lease-{uuid.uuid4().hex}"
-        fut = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = fut
+        # the build runs as its own task: a caller that goes away (client disconnect) does not
+        # abandon a half-built environment; the lease is registered and a retry gets it
+        build = asyncio.ensure_future(self._build(task_key, request_id, env_type, dict(task or {})))
+        build.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved, no warning
+        self._pending[request_id] = build
+        return await asyncio.shield(build)
+
+    async def _build(self, task_key: str, request_id: str, env_type: str, task: dict) -> str:
         try:
-            env = await self._in_thread(self._factory, env_type, task_key, dict(task or {}))
+            env = await self._in_thread(self._factory, env_type, task_key, task)
         except EnvRegistryError as exc:
-            err = PoolError(400, "invalid_env_type", str(exc))
+            raise PoolError(400, "invalid_env_type", str(exc)) from exc
         except Exception as exc:
             log.exception("building %s environment for task %s failed", env_type, task_key)
-            err = PoolError(500, "env_error", f"building the {env_type} environment for task "
-                            f"{task_key!r} failed: {_exc_line(exc)}")
-        else:
-            err = None
-        del self._pending[request_id]
-        if err is not None:
-            fut.set_exception(err)
-            fut.exception()  # retrieved: no "never retrieved" warning when nobody waits
-            raise err
+            raise PoolError(500, "env_error", f"building the {env_type} environment for task "
+                            f"{task_key!r} failed: {_exc_line(exc)}") from exc
+        finally:
+            self._pending.pop(request_id, None)
+        if self._stopping:  # built while the server stops: nobody can use it
+            await self._in_thread(self._close_quietly, env, "shutdown")
+            raise PoolError(503, "shutting_down", "the pool server is stopping")
+        lease_id = f"lease-{uuid.uuid4().hex}"
         self._leases[lease_id] = Lease(lease_id, request_id, env_type, task_key, env)
         self._by_request[request_id] = lease_id
         self.allocated += 1
-        fut.set_result(lease_id)
         return lease_id
 
     def get(self, lease_id: str) -> Lease:
@@ -227,8 +234,10 @@ class LeasePool:
 
     async def close_all(self) -> int:
         """Close every live environment (graceful stop); returns how many were closed."""
+        self._stopping = True
         leases = list(self._leases.values())
         await asyncio.gather(*(self._drop(lease, "shutdown") for lease in leases))
+        await asyncio.gather(*self._pending.values(), return_exceptions=True)  # builds close themselves
         self._executor.shutdown(wait=False, cancel_futures=True)
         return len(leases)
 

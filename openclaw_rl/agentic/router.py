@@ -6,8 +6,9 @@ race) is skipped for the next. When every worker is full or unreachable the rout
 ``pool_full`` with ``Retry-After``. It remembers ``request_id -> (worker, lease)`` (so a retried
 allocate is idempotent) and ``lease_id -> worker``, and forwards ``/heartbeat``, ``/reset``,
 ``/exec_tool``, ``/evaluate`` and ``/close`` to the lease's worker, passing the worker's status and
-JSON through unchanged. A lease the router does not know is 404 ``lease_not_found``; a worker that
-cannot be reached is 502 ``worker_unavailable``. ``GET /status`` sums the workers' and lists each.
+JSON through unchanged (a 404 or a close drops the router's record of the lease). A lease the
+router does not know is 404 ``lease_not_found``; a worker that cannot be reached is 502
+``worker_unavailable``. ``GET /status`` sums the workers' and lists each.
 
 CLI: ``WORKER_URLS=http://h1:18080,http://h2:18080 ROUTER_PORT=18090 python -m openclaw_rl.agentic.router``
 (or ``--worker-urls``, ``--port``; ``--host`` 127.0.0.1 by default; ``--api-key`` protects the
@@ -78,7 +79,7 @@ class Router:
         if known is not None:  # retried allocate: ask the same worker (idempotent there too)
             candidates = [known[0]]
         else:
-            ranked = [(s["in_use"] / max(1, s["capacity"]), -s["available"], i, url)
+            ranked = [(s.get("in_use", 0) / max(1, s.get("capacity", 1)), -s["available"], i, url)
                       for i, (url, s) in enumerate(await self.statuses())
                       if s is not None and s.get("available", 0) > 0]
             candidates = [url for *_, url in sorted(ranked)]
