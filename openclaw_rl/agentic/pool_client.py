@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import ssl
 import time
 import uuid
 from typing import Any
@@ -56,6 +57,14 @@ _CONNECT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 _RETRY_STATUS = (429, 502, 503)
 
 
+def http_clients(n: int, headers: dict, timeout: float) -> list[httpx.AsyncClient]:
+    """``n`` async HTTP clients sharing one TLS context (building one per client costs ~30 ms)."""
+    tls = ssl.create_default_context()
+    return [httpx.AsyncClient(headers=headers, timeout=timeout, verify=tls,
+                              limits=httpx.Limits(max_connections=None, max_keepalive_connections=64))
+            for _ in range(max(1, n))]
+
+
 def _error_of(r: httpx.Response, what: str) -> PoolClientError:
     try:
         err = r.json().get("error") or {}
@@ -87,20 +96,23 @@ class PoolClient:
             least the server's ``Retry-After``.
         heartbeat_interval: seconds between heartbeats of a held lease (keep it well under the
             server's ``--lease-ttl``; None or 0: no heartbeat).
+        shards: HTTP connection pools the handles are spread over (httpcore's pool costs
+            O(connections x waiting requests) per request, so one pool for many concurrent
+            episodes spends most of its CPU there; see ``benchmarks/env_pool.py``).
     """
 
     def __init__(self, urls: list[str] | str, *, api_key: str | None = None, timeout: float = 600.0,
                  retry_timeout: float = 600.0, backoff_base: float = 0.25, backoff_max: float = 10.0,
-                 heartbeat_interval: float | None = 60.0):
+                 heartbeat_interval: float | None = 60.0, shards: int = 8):
         self.urls = [u.strip().rstrip("/") for u in (urls.split(",") if isinstance(urls, str) else urls) if u.strip()]
         if not self.urls:
             raise ValueError("PoolClient needs at least one URL")
         self.retry_timeout, self.backoff_base, self.backoff_max = retry_timeout, backoff_base, backoff_max
         self.heartbeat_interval = heartbeat_interval
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.http = httpx.AsyncClient(headers=headers, timeout=timeout,
-                                      limits=httpx.Limits(max_connections=None, max_keepalive_connections=64))
-        self._next = 0
+        self._shards = http_clients(shards, headers, timeout)
+        self.http = self._shards[0]
+        self._next = self._next_shard = 0
 
     async def __aenter__(self) -> "PoolClient":
         return self
@@ -110,7 +122,12 @@ class PoolClient:
 
     async def aclose(self) -> None:
         """Close the HTTP connections (handles still held should be closed first)."""
-        await self.http.aclose()
+        await asyncio.gather(*(h.aclose() for h in self._shards))
+
+    def shard(self) -> httpx.AsyncClient:
+        """The next HTTP client, round-robin (one per handle; a handle's calls are sequential)."""
+        self._next_shard += 1
+        return self._shards[self._next_shard % len(self._shards)]
 
     def backoff(self, attempt: int, retry_after: float | None = None) -> float:
         """Seconds to wait before retry ``attempt`` (0-based): exponential, jittered, >= Retry-After."""
@@ -154,7 +171,7 @@ class PoolClient:
                 url = self.urls[self._next % len(self.urls)]
                 self._next += 1
                 try:
-                    r = await self.http.post(f"{url}/allocate", json=body)
+                    r = await self.shard().post(f"{url}/allocate", json=body)
                 except (httpx.TransportError,) as exc:  # allocate is idempotent per request_id
                     last = f"{url}: {type(exc).__name__}: {exc}"
                     continue
@@ -174,8 +191,9 @@ class PoolClient:
             await asyncio.sleep(wait)
             attempt += 1
 
-    async def post(self, url: str, path: str, payload: dict) -> dict:
-        """POST a lease call; retried on connect errors only (until ``retry_timeout``).
+    async def post(self, url: str, path: str, payload: dict, http: httpx.AsyncClient | None = None) -> dict:
+        """POST a lease call (on ``http``, default the first shard); retried on connect errors only
+        (until ``retry_timeout``).
 
         Raises:
             LeaseLostError: 404 ``lease_not_found``.
@@ -184,7 +202,7 @@ class PoolClient:
         deadline, attempt = time.monotonic() + self.retry_timeout, 0
         while True:
             try:
-                r = await self.http.post(f"{url}/{path}", json=payload)
+                r = await (http or self.http).post(f"{url}/{path}", json=payload)
                 break
             except _CONNECT_ERRORS as exc:
                 wait = self.backoff(attempt)
@@ -214,6 +232,7 @@ class EnvHandle:
 
     def __init__(self, client: PoolClient, url: str, lease_id: str, task_key: str):
         self.client, self.url, self.lease_id, self.task_key = client, url, lease_id, task_key
+        self.http = client.shard()
         self.closed = self.lost = False
         interval = client.heartbeat_interval
         self._heartbeat = asyncio.create_task(self._beat(interval)) if interval else None
@@ -228,7 +247,7 @@ class EnvHandle:
         while True:
             await asyncio.sleep(interval)
             try:
-                await self.client.http.post(f"{self.url}/heartbeat", json={"lease_id": self.lease_id})
+                await self.http.post(f"{self.url}/heartbeat", json={"lease_id": self.lease_id})
             except httpx.HTTPError as exc:  # the next call will tell; keep trying
                 log.warning("heartbeat of %s failed: %s", self.lease_id, exc)
 
@@ -236,7 +255,7 @@ class EnvHandle:
         if self.closed:
             raise PoolClientError(f"{path}: lease {self.lease_id} is already closed")
         try:
-            return await self.client.post(self.url, path, {"lease_id": self.lease_id, **extra})
+            return await self.client.post(self.url, path, {"lease_id": self.lease_id, **extra}, self.http)
         except LeaseLostError:
             self.lost = True
             self._stop_heartbeat()
@@ -268,7 +287,7 @@ class EnvHandle:
         if self.lost:
             return
         try:
-            await self.client.post(self.url, "close", {"lease_id": self.lease_id})
+            await self.client.post(self.url, "close", {"lease_id": self.lease_id}, self.http)
         except LeaseLostError:
             pass
         except (PoolClientError, httpx.HTTPError) as exc:

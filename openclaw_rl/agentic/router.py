@@ -21,6 +21,7 @@ import asyncio
 import logging
 import os
 import sys
+import zlib
 from collections import Counter
 from contextlib import asynccontextmanager
 
@@ -29,6 +30,7 @@ from fastapi import Depends, FastAPI
 from fastapi.responses import JSONResponse
 
 from openclaw_rl.agentic.lease_pool import PoolError
+from openclaw_rl.agentic.pool_client import http_clients
 from openclaw_rl.agentic.pool_server import (AllocateRequest, ExecToolRequest, LeaseRequest, OneLineParser,
                                              bearer_check, install_pool_error_handlers)
 
@@ -46,19 +48,23 @@ class Router:
         timeout: seconds per forwarded call (environment calls can be slow).
         status_timeout: seconds to wait for a worker's ``/status`` when allocating.
         retry_after: seconds suggested when every worker is full.
+        shards: HTTP connection pools, a lease's calls always on the same one (by lease id).
     """
 
     def __init__(self, worker_urls: list[str], worker_api_key: str | None = None, timeout: float = 600.0,
-                 status_timeout: float = 5.0, retry_after: float = 1.0):
+                 status_timeout: float = 5.0, retry_after: float = 1.0, shards: int = 8):
         if not worker_urls:
             raise ValueError("at least one worker URL is needed")
         self.workers = [u.rstrip("/") for u in worker_urls]
         headers = {"Authorization": f"Bearer {worker_api_key}"} if worker_api_key else {}
-        self.http = httpx.AsyncClient(headers=headers, timeout=timeout,
-                                      limits=httpx.Limits(max_connections=None, max_keepalive_connections=64))
+        self.shards = http_clients(shards, headers, timeout)  # see PoolClient's ``shards``
+        self.http = self.shards[0]
         self.status_timeout, self.retry_after = status_timeout, retry_after
         self.lease_worker: dict[str, str] = {}
         self.request_lease: dict[str, tuple[str, str]] = {}
+
+    def _http(self, key: str) -> httpx.AsyncClient:
+        return self.shards[zlib.crc32(key.encode()) % len(self.shards)]
 
     async def worker_status(self, url: str) -> dict | None:
         """A worker's ``/status`` JSON, or None when it does not answer with 200."""
@@ -85,7 +91,7 @@ class Router:
             candidates = [url for *_, url in sorted(ranked)]
         for url in candidates:
             try:
-                r = await self.http.post(f"{url}/allocate", json=body.model_dump())
+                r = await self._http(body.request_id).post(f"{url}/allocate", json=body.model_dump())
             except httpx.HTTPError as exc:
                 log.warning("worker %s: allocate failed: %s", url, exc)
                 continue
@@ -109,7 +115,7 @@ class Router:
         if url is None:
             raise PoolError(404, "lease_not_found", f"lease {lease_id!r} not found (unknown, closed or expired)")
         try:
-            r = await self.http.post(f"{url}/{path}", json=payload)
+            r = await self._http(lease_id).post(f"{url}/{path}", json=payload)
         except httpx.HTTPError as exc:
             raise PoolError(502, "worker_unavailable", f"pool worker {url} did not answer /{path}: "
                             f"{type(exc).__name__}: {exc}") from exc
@@ -157,7 +163,7 @@ def create_router_app(router: Router, api_key: str | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_app):
         yield
-        await router.http.aclose()
+        await asyncio.gather(*(h.aclose() for h in router.shards))
 
     app = FastAPI(title="OpenClaw-RL environment pool router", lifespan=lifespan)
     install_pool_error_handlers(app)
