@@ -35,7 +35,8 @@ TOOLS = [{"type": "function", "function": {
 class CounterEnv:
     """Reach ``task["target"]`` by calling ``increment``; ``task["marker_dir"]`` gets
     ``<task_key>.closed`` on close; ``task["raise_in"]`` names a method that raises;
-    ``task["pause"]`` seconds between reading and writing the counter."""
+    ``task["pause"]`` seconds between reading and writing the counter; ``task["gate"]``: a path
+    ``exec_tool`` waits for (up to 10 s) before it runs."""
 
     def __init__(self, task_key: str, task: dict):
         self.task_key, self.task, self.count = task_key, task, 0
@@ -59,6 +60,10 @@ class CounterEnv:
                 return f"error: arguments are not JSON: {exc}"
         if tool_call.get("name") != "increment" or not isinstance(args.get("by"), int):
             return "error: call increment with an integer 'by'"
+        gate = self.task.get("gate")
+        deadline = time.time() + 10
+        while gate and not Path(gate).exists() and time.time() < deadline:  # held until the test opens it
+            time.sleep(0.02)
         seen = self.count
         time.sleep(float(self.task.get("pause", 0)))
         self.count = seen + args["by"]
@@ -100,7 +105,8 @@ def serve(tmp_path: Path, module: str, *args: str, env: dict | None = None):
     log = tmp_path / f"{module.rsplit('.', 1)[-1]}-{port}.log"
     with open(log, "w") as fh:
         proc = subprocess.Popen([sys.executable, "-m", module, "--port", str(port), "--log-level", "warning",
-                                 *args], cwd=REPO, stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+                                 *args], cwd=REPO, stdout=fh, stderr=subprocess.STDOUT,
+                                env={**os.environ, **(env or {})})
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_healthy(proc, url, log)
@@ -228,9 +234,9 @@ def test_full_pool_429_then_client_backoff_succeeds_after_close(tmp_path):
 
 
 def test_lease_ttl_expiry_closes_env_and_heartbeat_keeps_it(tmp_path):
-    with pool(tmp_path, "--lease-ttl", "0.6") as (url, _):
+    with pool(tmp_path, "--lease-ttl", "1") as (url, _):
         async def scenario():
-            async with PoolClient([url], heartbeat_interval=0.15) as beating, \
+            async with PoolClient([url], heartbeat_interval=0.1) as beating, \
                        PoolClient([url], heartbeat_interval=None) as silent:
                 kept = await beating.allocate("kept", task=task(tmp_path))
                 idle = await silent.allocate("idle", task=task(tmp_path))
@@ -263,13 +269,16 @@ def test_calls_on_one_lease_are_serialised_and_many_leases_run_at_once(tmp_path)
                 await asyncio.gather(*(e.exec_tool(inc) for e in envs for _ in range(5)))
                 assert await asyncio.gather(*(e.evaluate() for e in envs)) == [1.0] * 12
                 await asyncio.gather(*(e.close() for e in envs))
-                # a slow call does not block the server: /healthz answers while it runs
-                slow = await client.allocate("slow", task=task(tmp_path, 1, pause=1.5))
+                # a blocked call does not block the server: /healthz and /status answer meanwhile
+                gate = tmp_path / "gate"
+                slow = await client.allocate("slow", task=task(tmp_path, 1, gate=str(gate)))
                 await slow.reset()
                 call = asyncio.create_task(slow.exec_tool(inc))
-                await asyncio.sleep(0.2)
-                r = await client.http.get(f"{url}/healthz")
-                assert r.status_code == 200 and not call.done()
+                await asyncio.sleep(0.1)
+                assert (await client.http.get(f"{url}/healthz")).status_code == 200
+                assert (await client.status())[0]["in_use"] == 1
+                assert not call.done()
+                gate.touch()
                 assert await call == "counter = 1"
                 await slow.close()
         run(scenario())

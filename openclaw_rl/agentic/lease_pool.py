@@ -84,6 +84,7 @@ class LeasePool:
         self._executor = ThreadPoolExecutor(max_envs + 4, thread_name_prefix="env")
         self.allocated = self.closed = self.expired = 0
         self._stopping = False
+        self._closing = 0
 
     # -- running environment code off the loop ---------------------------------------------
     async def _in_thread(self, fn: Callable, *args) -> Any:
@@ -98,8 +99,8 @@ class LeasePool:
     # -- allocation ------------------------------------------------------------------------
     @property
     def in_use(self) -> int:
-        """Live leases plus allocations in progress."""
-        return len(self._leases) + len(self._pending)
+        """Live leases plus allocations in progress plus environments still closing."""
+        return len(self._leases) + len(self._pending) + self._closing
 
     async def allocate(self, task_key: str, request_id: str, env_type: str | None = None,
                        task: dict | None = None) -> str:
@@ -204,10 +205,14 @@ class LeasePool:
     async def _drop(self, lease: Lease, why: str) -> None:
         if self._leases.get(lease.lease_id) is not lease:
             return
-        del self._leases[lease.lease_id]  # no new call gets in; frees the slot at once
+        del self._leases[lease.lease_id]  # no new call gets in
         self._by_request.pop(lease.request_id, None)
-        async with lease.lock:
-            await self._in_thread(self._close_quietly, lease.env, why)
+        self._closing += 1  # the slot is free once the environment is closed
+        try:
+            async with lease.lock:
+                await self._in_thread(self._close_quietly, lease.env, why)
+        finally:
+            self._closing -= 1
 
     # -- expiry and shutdown ----------------------------------------------------------------
     async def expire_idle(self) -> int:
@@ -242,9 +247,12 @@ class LeasePool:
         return len(leases)
 
     def status(self) -> dict:
-        """``{capacity, in_use, available, by_env_type, allocated, closed, expired, lease_ttl}``."""
+        """``{capacity, in_use, available, by_env_type, allocating, closing, allocated, closed, expired,
+        lease_ttl}``: ``in_use`` counts live leases, allocations being built and environments
+        still closing; ``allocated`` / ``closed`` / ``expired`` are totals since start."""
         by_type = Counter(lease.env_type for lease in self._leases.values())
         return {"capacity": self.max_envs, "in_use": self.in_use,
                 "available": max(0, self.max_envs - self.in_use), "by_env_type": dict(by_type),
-                "allocating": len(self._pending), "allocated": self.allocated, "closed": self.closed,
+                "allocating": len(self._pending), "closing": self._closing,
+                "allocated": self.allocated, "closed": self.closed,
                 "expired": self.expired, "lease_ttl": self.lease_ttl}

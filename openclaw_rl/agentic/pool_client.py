@@ -247,9 +247,14 @@ class EnvHandle:
         while True:
             await asyncio.sleep(interval)
             try:
-                await self.http.post(f"{self.url}/heartbeat", json={"lease_id": self.lease_id})
+                r = await self.http.post(f"{self.url}/heartbeat", json={"lease_id": self.lease_id})
             except httpx.HTTPError as exc:  # the next call will tell; keep trying
                 log.warning("heartbeat of %s failed: %s", self.lease_id, exc)
+                continue
+            if r.status_code == 404:  # expired or closed elsewhere: the next call raises LeaseLostError
+                log.warning("lease %s is gone (heartbeat got 404)", self.lease_id)
+                self.lost = True
+                return
 
     async def _call(self, path: str, **extra: Any) -> dict:
         if self.closed:
