@@ -99,9 +99,9 @@ def _wait_healthy(proc: subprocess.Popen, url: str, log: Path) -> None:
 
 
 @contextmanager
-def serve(tmp_path: Path, module: str, *args: str, env: dict | None = None):
-    """Run ``python -m <module> --port <free> *args``; yield ``(url, proc)``; SIGTERM it by PID."""
-    port = free_port()
+def serve(tmp_path: Path, module: str, *args: str, env: dict | None = None, port: int | None = None):
+    """Run ``python -m <module> --port <port or a free one> *args``; yield ``(url, proc)``; SIGTERM it by PID."""
+    port = port or free_port()
     log = tmp_path / f"{module.rsplit('.', 1)[-1]}-{port}.log"
     with open(log, "w") as fh:
         proc = subprocess.Popen([sys.executable, "-m", module, "--port", str(port), "--log-level", "warning",
@@ -121,10 +121,10 @@ def serve(tmp_path: Path, module: str, *args: str, env: dict | None = None):
                 proc.wait(5)
 
 
-def pool(tmp_path: Path, *args: str, max_envs: int = 4, env: dict | None = None):
+def pool(tmp_path: Path, *args: str, max_envs: int = 4, env: dict | None = None, port: int | None = None):
     """A pool server with the counter family (default env_type ``counter``)."""
     return serve(tmp_path, "openclaw_rl.agentic.pool_server", "--max-envs", str(max_envs),
-                 "--env", f"counter={SPEC}", "--env-type", "counter", *args, env=env)
+                 "--env", f"counter={SPEC}", "--env-type", "counter", *args, env=env, port=port)
 
 
 def task(tmp_path: Path, target: int = 3, **extra) -> dict:
@@ -231,6 +231,28 @@ def test_full_pool_429_then_client_backoff_succeeds_after_close(tmp_path):
                 assert info.value.code == "pool_full"
                 await held.close()
         run(scenario())
+
+
+def test_client_retries_connection_errors(tmp_path):
+    dead, port = f"http://127.0.0.1:{free_port()}", free_port()
+    late = pool(tmp_path, port=port)
+
+    async def scenario():
+        async with PoolClient([dead], retry_timeout=0.4, backoff_base=0.05) as client:
+            with pytest.raises(PoolUnavailableError, match="ConnectError"):
+                await client.allocate("t", task=task(tmp_path))
+        async with PoolClient([dead, f"http://127.0.0.1:{port}"], retry_timeout=20, backoff_base=0.05) as client:
+            # the client asks before the server listens: connection refused, backoff, then a lease
+            waiting = asyncio.create_task(client.allocate("late", task=task(tmp_path)))
+            url, _ = await asyncio.to_thread(late.__enter__)
+            try:
+                env = await asyncio.wait_for(waiting, 15)
+                assert env.url == url  # the dead URL was skipped
+                assert (await env.reset())["tools"] == TOOLS
+                await env.close()
+            finally:
+                await asyncio.to_thread(late.__exit__, None, None, None)
+    run(scenario())
 
 
 def test_lease_ttl_expiry_closes_env_and_heartbeat_keeps_it(tmp_path):
