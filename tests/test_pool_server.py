@@ -366,6 +366,7 @@ def test_cli_errors_are_one_line():
         ("openclaw_rl.agentic.pool_server", ["--max-envs", "0"], {}, "--max-envs"),
         ("openclaw_rl.agentic.pool_server", ["--env", "x=no_such_pkg.mod:make_env"], {}, "no_such_pkg.mod:make_env"),
         ("openclaw_rl.agentic.pool_server", [], {"PARALLEL_ENVS": "many"}, "--max-envs"),
+        ("openclaw_rl.agentic.pool_server", ["--env-type", "nope"], {}, "unknown env_type 'nope'"),
         ("openclaw_rl.agentic.router", [], {"WORKER_URLS": ""}, "WORKER_URLS"),
         ("openclaw_rl.agentic.router", [], {"WORKER_URLS": "http://127.0.0.1:1", "ROUTER_PORT": "x"}, "--port"),
     ]

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 __all__ = ["Environment", "EnvFactory", "EnvRegistryError", "register_env", "registered_envs",
-           "load_factory", "make_env"]
+           "load_factory", "get_factory", "make_env"]
 
 
 @runtime_checkable
@@ -97,7 +97,9 @@ def register_env(name: str, factory_spec: str | EnvFactory) -> None:
 def registered_envs() -> dict[str, str]:
     """``{name: spec}`` of every registered family (callables shown by their qualified name)."""
     with _lock:
-        return {k: v if isinstance(v, str) else f"{v.__module__}:{v.__qualname__}" for k, v in _specs.items()}
+        return {k: v if isinstance(v, str) else
+                f"{getattr(v, '__module__', '?')}:{getattr(v, '__qualname__', type(v).__name__)}"
+                for k, v in _specs.items()}
 
 
 def load_factory(spec: str) -> EnvFactory:
@@ -135,7 +137,12 @@ def load_factory(spec: str) -> EnvFactory:
     return factory
 
 
-def _factory(env_type: str) -> EnvFactory:
+def get_factory(env_type: str) -> EnvFactory:
+    """The factory of a registered family, imported on first use (then cached).
+
+    Raises:
+        EnvRegistryError: unknown ``env_type`` or a spec that does not load.
+    """
     with _lock:
         if env_type in _loaded:
             return _loaded[env_type]
@@ -165,4 +172,4 @@ def make_env(env_type: str, task_key: str, task: dict) -> Environment:
         EnvRegistryError: unknown ``env_type`` or a factory spec that does not load.
         Exception: whatever the factory raises for a task it cannot build.
     """
-    return _factory(env_type)(task_key, task)
+    return get_factory(env_type)(task_key, task)

@@ -25,6 +25,7 @@ CLI: ``python -m openclaw_rl.agentic.pool_server --port 18080 --max-envs 8 [--en
 from __future__ import annotations
 
 import argparse
+import asyncio
 import hmac
 import logging
 import os
@@ -139,8 +140,6 @@ def create_app(pool: LeasePool, api_key: str | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app):
-        import asyncio
-
         sweeper = asyncio.create_task(pool.sweep_forever())
         try:
             yield
@@ -223,12 +222,23 @@ def _positive(kind):
     return parse
 
 
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port 0-65535 (0: any free port)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be 0-65535, got {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The CLI flags (defaults from ``PARALLEL_ENVS``, ``POOL_API_KEY``)."""
     p = OneLineParser(prog="python -m openclaw_rl.agentic.pool_server",
                       description="Serve environments over HTTP (allocate/reset/exec_tool/evaluate/close).")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    p.add_argument("--port", type=port_number, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
     p.add_argument("--max-envs", type=_positive(int), default=os.environ.get("PARALLEL_ENVS") or "8",
                    help="capacity: live environments at once (default $PARALLEL_ENVS or 8)")
     p.add_argument("--lease-ttl", type=_positive(float), default=600.0,
@@ -250,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import uvicorn
 
-    from openclaw_rl.agentic.environment import EnvRegistryError, load_factory, register_env
+    from openclaw_rl.agentic.environment import EnvRegistryError, get_factory, load_factory, register_env
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -260,6 +270,11 @@ def main(argv: list[str] | None = None) -> int:
         except EnvRegistryError as exc:
             parser.error(f"--env {name}={spec}: {exc}")
         register_env(name, spec)
+    if args.env_type:
+        try:
+            get_factory(args.env_type)
+        except EnvRegistryError as exc:
+            parser.error(f"--env-type {args.env_type}: {exc}")
     with socket.socket() as probe:
         try:
             probe.bind((args.host, args.port))

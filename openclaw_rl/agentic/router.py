@@ -32,7 +32,7 @@ from fastapi.responses import JSONResponse
 from openclaw_rl.agentic.lease_pool import PoolError
 from openclaw_rl.agentic.pool_client import http_clients
 from openclaw_rl.agentic.pool_server import (AllocateRequest, ExecToolRequest, LeaseRequest, OneLineParser,
-                                             bearer_check, install_pool_error_handlers)
+                                             bearer_check, install_pool_error_handlers, port_number)
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,8 @@ class Router:
         for s in live:
             by_type.update(s.get("by_env_type", {}))
         total = {k: sum(s.get(k, 0) for s in live)
-                 for k in ("capacity", "in_use", "available", "allocating", "allocated", "closed", "expired")}
+                 for k in ("capacity", "in_use", "available", "allocating", "closing", "allocated", "closed",
+                           "expired")}
         return {**total, "by_env_type": dict(by_type), "leases_routed": len(self.lease_worker),
                 "workers": [{"url": u, "ok": s is not None, "status": s} for u, s in rows]}
 
@@ -211,7 +212,7 @@ def build_parser() -> OneLineParser:
     p.add_argument("--worker-urls", default=os.environ.get("WORKER_URLS", ""),
                    help="comma-separated worker base URLs (default $WORKER_URLS)")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=os.environ.get("ROUTER_PORT") or str(DEFAULT_ROUTER_PORT),
+    p.add_argument("--port", type=port_number, default=os.environ.get("ROUTER_PORT") or str(DEFAULT_ROUTER_PORT),
                    help=f"port (default $ROUTER_PORT or {DEFAULT_ROUTER_PORT})")
     p.add_argument("--api-key", default=os.environ.get("POOL_API_KEY") or None,
                    help="require 'Authorization: Bearer KEY' from clients (default $POOL_API_KEY)")
