@@ -13,7 +13,8 @@ Upstream's API (issue 13, ``/work/notes/t2-interfaces.md``), every body JSON:
 Errors are ``{"error": {"code", "message", "type", "param"}}``: a full pool is 429 ``pool_full``
 with ``Retry-After``; an unknown, closed or expired lease 404 ``lease_not_found``; a body that is
 not JSON 400 ``invalid_json``; missing or mistyped fields 422 ``invalid_value``; an environment
-that raises 500 ``env_error`` (its lease stays live and closable); a missing or wrong key 401.
+that raises 500 ``env_error`` (its lease stays live and closable); a missing or wrong key 401;
+an allocation while the server stops 503 ``shutting_down``.
 Environment methods run in worker threads, one lease's calls one at a time; a lease idle for
 ``--lease-ttl`` seconds expires and its environment is closed; stopping the server (SIGTERM,
 Ctrl-C) closes every live environment.
