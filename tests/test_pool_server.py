@@ -69,8 +69,13 @@ class CounterEnv:
         self.count = seen + args["by"]
         return f"counter = {self.count}"
 
+    def submit(self, final_response: str) -> None:
+        self.answer = final_response
+
     def evaluate(self) -> float:
         self._maybe_raise("evaluate")
+        if "answer" in self.task:  # scored on the submitted final answer
+            return 1.0 if getattr(self, "answer", None) == self.task["answer"] else -1.0
         return 1.0 if self.count == self.task["target"] else 0.0
 
     def close(self) -> None:
@@ -136,6 +141,25 @@ def run(coro):
 
 
 # -- tests ----------------------------------------------------------------------------------------
+def test_evaluate_hands_the_final_answer_to_submit(tmp_path):
+    with pool(tmp_path) as (url, proc):
+        async def both():
+            async with PoolClient([url]) as client:
+                scores = []
+                for answer in ("42", "41"):
+                    env = await client.allocate(f"a{answer}", task=task(tmp_path, answer="42"))
+                    await env.reset()
+                    scores.append(await env.evaluate(answer))
+                    await env.close()
+            local = LocalEnvHandle(make_counter_env("local", task(tmp_path, answer="42")))
+            scores.append(await local.evaluate("42"))
+            scores.append(await local.evaluate())  # nothing submitted: no answer
+            await local.close()
+            return scores
+
+        assert run(both()) == [1.0, -1.0, 1.0, 1.0]
+
+
 def test_full_life_cycle_and_graceful_stop(tmp_path):
     with pool(tmp_path) as (url, proc):
         async def episode():

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 __all__ = ["Environment", "EnvFactory", "EnvRegistryError", "register_env", "registered_envs",
-           "load_factory", "get_factory", "make_env"]
+           "load_factory", "get_factory", "make_env", "evaluate_episode"]
 
 
 @runtime_checkable
@@ -37,6 +37,9 @@ class Environment(Protocol):
       dict | str (JSON)}``. Never raises for bad model output: a malformed call, an unknown tool
       or bad arguments return an observation that says what is wrong.
     - ``evaluate()`` -> the episode's outcome score (family-defined).
+    - optional ``submit(final_response: str)``: the agent's final answer (the last reply's text),
+      given before ``evaluate`` by :func:`evaluate_episode` to environments that score an answer
+      (math); environments that score their own state (terminal) need not define it.
     - ``close()``: release everything the episode holds (idempotent).
     """
 
@@ -59,6 +62,18 @@ class Environment(Protocol):
 
 EnvFactory = Callable[[str, dict], Environment]
 """``(task_key, task metadata dict) -> Environment``."""
+
+
+def evaluate_episode(env: Environment, final_response: str | None = None) -> float:
+    """Score an episode: ``env.submit(final_response)`` first when the environment has
+    ``submit`` and an answer is given, then ``float(env.evaluate())``.
+
+    Raises:
+        whatever the environment raises; ``TypeError`` / ``ValueError`` for a score that is not a number.
+    """
+    if final_response is not None and callable(getattr(env, "submit", None)):
+        env.submit(final_response)
+    return float(env.evaluate())
 
 
 class EnvRegistryError(ValueError):

@@ -13,6 +13,7 @@ Errors are :class:`PoolError` with an HTTP status, a machine code and a one-line
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import uuid
@@ -170,8 +171,9 @@ class LeasePool:
         """Reset the lease's idle clock. Raises PoolError 404 for an unknown lease."""
         self.get(lease_id).last_used = time.monotonic()
 
-    async def call(self, lease_id: str, method: str, *args) -> Any:
-        """Run ``env.<method>(*args)`` in a worker thread under the lease's lock.
+    async def call(self, lease_id: str, method: str | Callable[..., Any], *args) -> Any:
+        """Run ``env.<method>(*args)`` (or ``method(env, *args)`` for a function) in a worker
+        thread under the lease's lock.
 
         Raises:
             PoolError: 404 for an unknown lease (also one closed while waiting for the lock),
@@ -183,11 +185,13 @@ class LeasePool:
             async with lease.lock:
                 if self._leases.get(lease_id) is not lease:
                     raise PoolError(404, "lease_not_found", f"lease {lease_id!r} was closed")
+                fn = getattr(lease.env, method) if isinstance(method, str) else functools.partial(method, lease.env)
+                name = method if isinstance(method, str) else method.__name__
                 try:
-                    return await self._in_thread(getattr(lease.env, method), *args)
+                    return await self._in_thread(fn, *args)
                 except Exception as exc:
-                    log.warning("lease %s: %s.%s raised %s", lease_id, lease.env_type, method, _exc_line(exc))
-                    raise PoolError(500, "env_error", f"environment {method} failed: {_exc_line(exc)}") from exc
+                    log.warning("lease %s: %s.%s raised %s", lease_id, lease.env_type, name, _exc_line(exc))
+                    raise PoolError(500, "env_error", f"environment {name} failed: {_exc_line(exc)}") from exc
         finally:
             lease.busy -= 1
             lease.last_used = time.monotonic()

@@ -15,6 +15,7 @@ are retried only when the request could not have reached the server (connect err
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
 import ssl
@@ -24,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from openclaw_rl.agentic.environment import Environment
+from openclaw_rl.agentic.environment import Environment, evaluate_episode
 
 log = logging.getLogger(__name__)
 
@@ -274,9 +275,11 @@ class EnvHandle:
         """Run one tool call (``{"name", "arguments"}``); returns the observation text."""
         return (await self._call("exec_tool", tool_call=tool_call))["observation"]
 
-    async def evaluate(self) -> float:
-        """The episode's outcome score."""
-        return float((await self._call("evaluate"))["score"])
+    async def evaluate(self, final_response: str | None = None) -> float:
+        """The episode's outcome score (``final_response``: the agent's answer, for environments
+        that score one)."""
+        extra = {"final_response": final_response} if final_response is not None else {}
+        return float((await self._call("evaluate", **extra))["score"])
 
     def _stop_heartbeat(self) -> None:
         if self._heartbeat is not None:
@@ -333,9 +336,10 @@ class LocalEnvHandle:
         """``env.exec_tool(tool_call)``: the observation text."""
         return await self._run(self.env.exec_tool, tool_call)
 
-    async def evaluate(self) -> float:
-        """``env.evaluate()`` as a float."""
-        return float(await self._run(self.env.evaluate))
+    async def evaluate(self, final_response: str | None = None) -> float:
+        """:func:`~openclaw_rl.agentic.environment.evaluate_episode` (``submit`` the answer when the
+        environment takes one, then ``evaluate``) as a float."""
+        return float(await self._run(functools.partial(evaluate_episode, self.env, final_response)))
 
     async def close(self) -> None:
         """``env.close()`` once (later calls do nothing)."""

@@ -8,7 +8,7 @@ Upstream's API (issue 13, ``/work/notes/t2-interfaces.md``), every body JSON:
   ``request_id`` while the lease lives.
 - ``POST /heartbeat {lease_id}`` -> ``{ok: true}``; ``POST /reset {lease_id}`` ->
   ``{observation, tools}``; ``POST /exec_tool {lease_id, tool_call}`` -> ``{observation}``;
-  ``POST /evaluate {lease_id}`` -> ``{score}``; ``POST /close {lease_id}`` -> ``{ok: true}``.
+  ``POST /evaluate {lease_id, final_response?}`` -> ``{score}``; ``POST /close {lease_id}`` -> ``{ok: true}``.
 
 Errors are ``{"error": {"code", "message", "type", "param"}}``: a full pool is 429 ``pool_full``
 with ``Retry-After``; an unknown, closed or expired lease 404 ``lease_not_found``; a body that is
@@ -40,6 +40,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from openclaw_rl.agentic.environment import evaluate_episode
 from openclaw_rl.agentic.lease_pool import LeasePool, PoolError
 from openclaw_rl.server.errors import error_body, validation_message
 
@@ -61,6 +62,14 @@ class LeaseRequest(BaseModel):
     """Body of ``/heartbeat``, ``/reset``, ``/evaluate``, ``/close``."""
 
     lease_id: str
+
+
+class EvaluateRequest(BaseModel):
+    """``POST /evaluate`` body: the lease and, optionally, the agent's final answer (given to an
+    environment with ``submit`` before it scores; see :func:`~openclaw_rl.agentic.environment.evaluate_episode`)."""
+
+    lease_id: str
+    final_response: str | None = None
 
 
 class ExecToolRequest(BaseModel):
@@ -183,8 +192,8 @@ def create_app(pool: LeasePool, api_key: str | None = None) -> FastAPI:
         return {"observation": str(await pool.call(body.lease_id, "exec_tool", body.tool_call))}
 
     @app.post("/evaluate", dependencies=auth)
-    async def evaluate(body: LeaseRequest):
-        score = await pool.call(body.lease_id, "evaluate")
+    async def evaluate(body: EvaluateRequest):
+        score = await pool.call(body.lease_id, evaluate_episode, body.final_response)
         try:
             return {"score": float(score)}
         except (TypeError, ValueError) as exc:
