@@ -1,0 +1,150 @@
+"""The Track 2 agent families: their data, turn limits and evaluation, in one table.
+
+==============  ============  ====================================================================
+family          env_type      data (generated once into ``$OPENCLAW_RL_CACHE/data/<env_type>``)
+==============  ============  ====================================================================
+``math-tool``   ``math_tool`` GSM-Symbolic training instances of the training templates;
+                              held out: the original GSM8K problems of the held-out templates
+                              (:mod:`openclaw_rl.envs.math_tool.data`)
+``terminal``    ``terminal``  AgentBench OS tasks converted to task folders; a fixed
+                              train / held-out split (:mod:`openclaw_rl.envs.terminal.convert`)
+==============  ============  ====================================================================
+
+Each folder holds ``train.jsonl`` and ``eval.jsonl`` (``{"prompt", "label", "metadata"}``, with
+``metadata.env_type`` and ``metadata.task_key``) and a ``.complete`` marker naming the data
+version; a folder from another version is rebuilt. Build and lookup are file-locked, so parallel
+jobs and tests share one copy.
+
+CLI (the launch scripts use it): ``python -m openclaw_rl.agentic.families train|eval FAMILY``
+prints the path of that split, building it first when needed; a bad name is a one-line error.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["FAMILIES", "Family", "dataset_path", "eval_task", "family"]
+
+
+@dataclass(frozen=True)
+class Family:
+    """One agent family.
+
+    Attributes:
+        name: the family's name (the eval task name).
+        env_type: its environment registry name (:mod:`openclaw_rl.agentic.environment`).
+        builder: ``module:function`` that writes ``train.jsonl`` and ``eval.jsonl`` into a folder
+            (``function(out_dir: pathlib.Path) -> None``).
+        version: the data version (bump when the builder's output changes).
+        max_turns_env: the environment variable with the episode's turn limit (None: the family
+            reads its own config).
+        default_max_turns: the turn limit when that variable is unset.
+        system_prompt: ``module:NAME`` of the family's system message, or None.
+    """
+
+    name: str
+    env_type: str
+    builder: str
+    version: str
+    max_turns_env: str | None
+    default_max_turns: int
+    system_prompt: str | None = None
+
+    def _attr(self, spec: str):
+        module, _, name = spec.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+    def max_turns(self) -> int:
+        """The turn limit: the family's environment variable, else its config or default.
+
+        Raises:
+            ValueError: the variable is set but not a positive integer.
+        """
+        if self.env_type == "math_tool" and self.max_turns_env is None:
+            from openclaw_rl.envs.math_tool.tools_config import load_tools_config
+            return int(load_tools_config().max_turns)
+        raw = os.environ.get(self.max_turns_env or "", "").strip()
+        if not raw:
+            return self.default_max_turns
+        if not raw.isdigit() or int(raw) < 1:
+            raise ValueError(f"{self.max_turns_env} must be a positive integer, got {raw!r}")
+        return int(raw)
+
+    def system(self) -> str | None:
+        """The family's system message, or None."""
+        return self._attr(self.system_prompt) if self.system_prompt else None
+
+    def build(self, out_dir: Path) -> None:
+        """Write this family's ``train.jsonl`` / ``eval.jsonl`` into ``out_dir``."""
+        self._attr(self.builder)(out_dir)
+
+
+FAMILIES: dict[str, Family] = {
+    "math-tool": Family("math-tool", "math_tool", "openclaw_rl.envs.math_tool.data:build_default", "1",
+                        None, 16),
+    "terminal": Family("terminal", "terminal", "openclaw_rl.envs.terminal.convert:build_default", "1",
+                       "MAX_STEPS", 20, "openclaw_rl.envs.terminal.prompt:SYSTEM_PROMPT"),
+}
+_ALIASES = {"math_tool": "math-tool", "toolcall": "math-tool"}
+
+
+def family(name: str) -> Family:
+    """The family called ``name`` (also its env type, or ``toolcall``).
+
+    Raises:
+        ValueError: an unknown name.
+    """
+    key = _ALIASES.get(name, name)
+    if key not in FAMILIES:
+        raise ValueError(f"unknown agent family {name!r}; choose from {', '.join(FAMILIES)}")
+    return FAMILIES[key]
+
+
+def dataset_path(name: str, split: str) -> Path:
+    """The family's ``train`` or ``eval`` JSONL, built on first use (module docstring).
+
+    Raises:
+        ValueError: an unknown family or split; RuntimeError when the build fails.
+    """
+    from openclaw_rl.models import _atomic_build, _file_lock, cache_dir
+
+    if split not in ("train", "eval"):
+        raise ValueError(f"split must be train or eval, got {split!r}")
+    fam = family(name)
+    root = cache_dir() / "data"
+    root.mkdir(parents=True, exist_ok=True)
+    target = root / f"{fam.env_type}-v{fam.version}"
+    with _file_lock(root / f".{fam.env_type}.lock"):
+        if not (target / ".complete").exists():
+            _atomic_build(target, fam.build)
+    return target / f"{split}.jsonl"
+
+
+def eval_task(name: str):
+    """The evaluation task of a family (:class:`openclaw_rl.evaluation.tasks.agentic.AgentTask`)."""
+    from openclaw_rl.evaluation.tasks.agentic import AgentTask
+
+    fam = family(name)
+    return AgentTask(fam.name, fam.env_type, dataset_path(fam.name, "eval"), fam.max_turns(), fam.system())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``train|eval FAMILY`` -> prints the dataset path (module docstring). Returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) != 2:
+        print("usage: python -m openclaw_rl.agentic.families train|eval FAMILY", file=sys.stderr)
+        return 2
+    try:
+        print(dataset_path(argv[1], argv[0]))
+    except (ValueError, RuntimeError, OSError) as exc:
+        print(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
