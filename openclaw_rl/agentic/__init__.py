@@ -1,0 +1,1 @@
+"""The shared agentic core: sandbox, environments, pool servers, step PRM, agent loop."""
