@@ -162,12 +162,29 @@ def test_a_memory_hog_is_stopped_by_the_memory_limit(env):
 
 
 @needs_sandbox
-def test_each_episode_gets_a_fresh_workspace(env):
+def test_every_call_starts_clean(env):
     env.reset()
-    env.exec_tool(_call("open('/workspace/note.txt', 'w').write('hi')"))
-    assert env.exec_tool(_call("print(open('/workspace/note.txt').read())")) == "<interpreter>\nhi\n</interpreter>"
-    env.reset()
+    write = "open('/workspace/note.txt', 'w').write('hi')\nprint(open('/workspace/note.txt').read())"
+    assert env.exec_tool(_call(write)) == "<interpreter>\nhi\n</interpreter>"
     assert "FileNotFoundError" in env.exec_tool(_call("print(open('/workspace/note.txt').read())"))
+    # a fork bomb, and a process left running, do not outlive their call
+    assert env.exec_tool(_call("import os\nwhile True:\n    os.fork()")).startswith("<interpreter>\n")
+    obs = env.exec_tool(_call("import subprocess\nsubprocess.Popen(['sleep', '1000'])\nprint('spawned')"))
+    assert obs == "<interpreter>\nspawned\n</interpreter>"
+    ps = ("import os\nfor p in os.listdir('/proc'):\n"
+          "    if p.isdigit():\n        print(open(f'/proc/{p}/cmdline').read())")
+    obs = env.exec_tool(_call(ps))
+    assert "python3" in obs and "sleep" not in obs
+    assert env.tool_calls == 5 and env._sandbox is None
     env.close()
     with pytest.raises(RuntimeError, match="closed"):
         env.exec_tool(_call("print(1)"))
+
+
+@needs_sandbox
+def test_no_network_and_no_project_checkout(env):
+    env.reset()
+    obs = env.exec_tool(_call("import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=3)"))
+    assert "Network is unreachable" in obs or "OSError" in obs
+    obs = env.exec_tool(_call("import os\nprint(os.path.exists('/work'), os.path.exists('/work/wt-mathtool'))"))
+    assert obs == "<interpreter>\nFalse False\n</interpreter>"

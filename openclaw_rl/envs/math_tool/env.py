@@ -2,11 +2,14 @@
 
 Implements the Environment protocol (:mod:`openclaw_rl.agentic.environment`): ``reset`` ->
 ``{"observation": task text, "tools": [code_interpreter schema]}``; ``exec_tool`` runs the code
-of a ``code_interpreter`` call in the episode's :class:`openclaw_rl.agentic.sandbox.Sandbox`
-(started on the first call; no network, the host system read-only, a fresh ``/workspace``) as
-``python3 /workspace/main.py`` under the tools config's limits (``python_timeout`` wall-clock
-and CPU seconds, ``python_memory_limit`` address space); ``evaluate`` -> the reward of the final
-answer (:func:`openclaw_rl.envs.math_tool.reward.score_answer`); ``close``.
+of a ``code_interpreter`` call as ``python3 /workspace/main.py`` in a fresh
+:class:`openclaw_rl.agentic.sandbox.Sandbox` (no network, the host system read-only, standard
+library only) under the tools config's limits (``python_timeout`` wall-clock and CPU seconds,
+``python_memory_limit`` address space), and closes that sandbox when the program returns, so
+whatever it left behind (background processes, a fork bomb's children, files) is gone: every
+call starts clean, as upstream's interpreter (a fresh subprocess in a fresh temp dir per call);
+``evaluate`` -> the reward of the final answer
+(:func:`openclaw_rl.envs.math_tool.reward.score_answer`); ``close``.
 
 Beyond the protocol, :meth:`MathToolEnv.submit` records the agent's final text (the agent loop
 calls it with the last assistant message before ``evaluate``; until then the episode has no answer
@@ -154,24 +157,26 @@ class MathToolEnv:
             if self.tool_calls >= self.config.max_tool_calls:
                 return (f"Error: the limit of {self.config.max_tool_calls} code_interpreter calls is reached; "
                         "give your final answer in \\boxed{}.")
-            sandbox = self._ensure_sandbox()
+            sandbox = self._sandbox = self._new_sandbox(code)
             self.tool_calls += 1
         cfg = self.config
-        sandbox.write_file(PROGRAM_PATH, code)
-        result = sandbox.run(f"exec python3 -u {PROGRAM_PATH}", timeout=cfg.python_timeout, cwd="/workspace",
-                             env={"PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1"})
+        try:
+            result = sandbox.run(f"exec python3 -u {PROGRAM_PATH}", timeout=cfg.python_timeout, cwd="/workspace",
+                                 env={"PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1"})
+        finally:
+            with self._lock:
+                if self._sandbox is sandbox:
+                    self._sandbox = None
+            sandbox.close()  # kills anything the program left running
         return format_output(result.output, returncode=result.returncode, timed_out=result.timed_out,
                              timeout=cfg.python_timeout, memory_mb=cfg.memory_mb, limit=cfg.max_obs_chars)
 
-    def _ensure_sandbox(self):
-        if self._sandbox is None:
-            from openclaw_rl.agentic.sandbox import Sandbox, SandboxLimits
-            cfg = self.config
-            limits = SandboxLimits(cpu_seconds=max(1, math.ceil(cfg.python_timeout)), memory_mb=cfg.memory_mb,
-                                   wall_seconds=cfg.python_timeout,
-                                   output_bytes=max(16384, 4 * cfg.max_obs_chars))
-            self._sandbox = Sandbox(limits=limits)
-        return self._sandbox
+    def _new_sandbox(self, code: str):
+        from openclaw_rl.agentic.sandbox import Sandbox, SandboxLimits
+        cfg = self.config
+        limits = SandboxLimits(cpu_seconds=max(1, math.ceil(cfg.python_timeout)), memory_mb=cfg.memory_mb,
+                               wall_seconds=cfg.python_timeout, output_bytes=max(16384, 4 * cfg.max_obs_chars))
+        return Sandbox(files={PROGRAM_PATH: code}, limits=limits)
 
     def submit(self, final_text: str) -> None:
         """Record the agent's final text (its last assistant message); :meth:`evaluate` scores it.
@@ -188,12 +193,14 @@ class MathToolEnv:
         return float(self.score()["reward"])
 
     def _close_sandbox(self) -> None:
+        """Kill a program still running (a concurrent :meth:`close`)."""
         if self._sandbox is not None:
             sandbox, self._sandbox = self._sandbox, None
             sandbox.close()
 
     def close(self) -> None:
-        """Stop the sandbox (kills any program still running, removes its files); idempotent."""
+        """End the episode (kills a program still running); idempotent. A later :meth:`exec_tool`
+        raises RuntimeError until :meth:`reset`."""
         with self._lock:
             self._closed = True
             self._close_sandbox()
