@@ -20,7 +20,8 @@ CODE_INTERPRETER_SCHEMA: dict = {
     "function": {
         "name": TOOL_NAME,
         "description": ("Run a Python 3 program in a sandbox (standard library only, no network) and return what "
-                        "it prints (stdout and stderr). Each call is a fresh process: print the values you need."),
+                        "it prints (stdout and stderr). Each call starts clean (no variables or files carry over): "
+                        "print the values you need."),
         "parameters": {
             "type": "object",
             "properties": {"code": {"type": "string", "description": "The Python code to execute"}},
