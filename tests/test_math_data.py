@@ -102,7 +102,10 @@ def test_row_schema_and_unique_task_keys():
 
 
 def test_cli_writes_train_and_eval(tmp_path, capsys):
-    assert data.main(["--out", str(tmp_path / "d"), "--n-train", "50", "--seed", "1"]) == 0
+    assert data.main(["--out", str(tmp_path / "d"), "--n-train", "50", "--seed", "1", "--n-eval-symbolic", "40"]) == 0
+    symbolic = [json.loads(x) for x in (tmp_path / "d" / "eval_symbolic.jsonl").read_text().splitlines()]
+    assert len(symbolic) == 40 and {r["metadata"]["template_id"] % 5 for r in symbolic} == {4}
+    assert {r["metadata"]["source"] for r in symbolic} == {"gsm-symbolic-heldout"}
     train = [json.loads(x) for x in (tmp_path / "d" / "train.jsonl").read_text().splitlines()]
     evaluation = [json.loads(x) for x in (tmp_path / "d" / "eval.jsonl").read_text().splitlines()]
     assert len(train) == 50 and len(evaluation) == 20
@@ -113,11 +116,13 @@ def test_cli_writes_train_and_eval(tmp_path, capsys):
 
 def test_cli_bad_input_is_one_line(tmp_path, capsys):
     assert data.main(["--out", str(tmp_path), "--n-train", "-1"]) == 2
+    assert data.main(["--out", str(tmp_path), "--n-eval-symbolic", "-1"]) == 2
     blocker = tmp_path / "file"
     blocker.write_text("x")
     assert data.main(["--out", str(blocker / "sub"), "--n-train", "1"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[0] == "error: --n-train must be >= 0" and err[1].startswith("error: ") and len(err) == 2
+    assert err[:2] == ["error: --n-train must be >= 0", "error: --n-eval-symbolic must be >= 0"]
+    assert err[2].startswith("error: ") and len(err) == 3
 
 
 @pytest.mark.parametrize("expr", [

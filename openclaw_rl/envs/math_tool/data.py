@@ -18,7 +18,8 @@ deterministic), ``env_type`` (``"math_tool"``), ``template_id`` (the template's 
 environment factory receives only the metadata).
 
 CLI: ``python -m openclaw_rl.envs.math_tool.data --out DIR --n-train N --seed S`` writes
-``DIR/train.jsonl`` and ``DIR/eval.jsonl`` and prints a one-line-per-fact summary (templates
+``DIR/train.jsonl`` and ``DIR/eval.jsonl`` (``--n-eval-symbolic M`` also writes
+``DIR/eval_symbolic.jsonl``: M instances of the held-out templates) and prints a one-line-per-fact summary (templates
 usable / failing and why) to stderr.
 """
 
@@ -119,28 +120,34 @@ def _row(question: str, label: str, task_key: str, template, source: str) -> dic
                          "id_orig": template.id_orig, "source": source, "question": question, "label": label}}
 
 
-def iter_train_rows(seed: int) -> Iterator[dict]:
-    """Training rows without end: instance ``i`` comes from training template ``i % 80`` (round
-    robin over the usable training templates), drawn with ``random.Random(f"{seed}:{id}:{i}")``, so
-    row ``i`` is the same for a given seed whatever is asked before or after it.
+def iter_train_rows(seed: int, split: str = "train") -> Iterator[dict]:
+    """Generated rows without end: instance ``i`` comes from template ``i % 80`` of ``split`` (round
+    robin over its usable templates), drawn with ``random.Random(f"{seed}:{id}:{i}")``, so row
+    ``i`` is the same for a given seed whatever is asked before or after it.
+
+    Args:
+        seed: the instances' seed.
+        split: ``"train"``; ``"eval"`` gives instances of the held-out templates (``task_key``
+            ``gsm-symbolic-heldout/...``, ``source`` ``gsm-symbolic-heldout``), a larger
+            held-out evaluation set next to their 20 original problems.
 
     Raises:
-        TemplateError: a draw fails (not seen for the shipped templates; :func:`template_report`
-            checks each before use).
+        TemplateError: a draw fails (not seen in 50,000 draws of the shipped templates).
     """
-    samplers = usable_samplers("train")
+    samplers = usable_samplers(split)
+    source = "gsm-symbolic" if split == "train" else "gsm-symbolic-heldout"
     i = 0
     while True:
         s = samplers[i % len(samplers)]
         tid = s.template.id_shuffled
         inst = s.sample(random.Random(f"{seed}:{tid}:{i}"))
-        yield _row(inst.question, inst.label, f"gsm-symbolic/{tid:02d}/s{seed}/{i}", s.template, "gsm-symbolic")
+        yield _row(inst.question, inst.label, f"{source}/{tid:02d}/s{seed}/{i}", s.template, source)
         i += 1
 
 
-def train_rows(n: int, seed: int) -> list[dict]:
+def train_rows(n: int, seed: int, split: str = "train") -> list[dict]:
     """The first ``n`` rows of :func:`iter_train_rows`, shuffled with ``random.Random(seed)``."""
-    it = iter_train_rows(seed)
+    it = iter_train_rows(seed, split)
     rows = [next(it) for _ in range(n)]
     random.Random(seed).shuffle(rows)
     return rows
@@ -171,10 +178,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, help="output folder (created)")
     p.add_argument("--n-train", type=int, default=1000, help="training rows (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the training instances (default 0)")
+    p.add_argument("--n-eval-symbolic", type=int, default=0,
+                   help="also write eval_symbolic.jsonl: this many instances of the held-out templates (default 0)")
     a = p.parse_args(argv)
-    if a.n_train < 0:
-        print("error: --n-train must be >= 0", file=sys.stderr)
-        return 2
+    for flag, value in (("--n-train", a.n_train), ("--n-eval-symbolic", a.n_eval_symbolic)):
+        if value < 0:
+            print(f"error: {flag} must be >= 0", file=sys.stderr)
+            return 2
     try:
         out = Path(a.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -182,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         train, evaluation = train_rows(a.n_train, a.seed), eval_rows()
         _write(out / "train.jsonl", train)
         _write(out / "eval.jsonl", evaluation)
+        if a.n_eval_symbolic:
+            _write(out / "eval_symbolic.jsonl", train_rows(a.n_eval_symbolic, a.seed, "eval"))
     except (OSError, TemplateError, RuntimeError) as e:
         print(f"error: {e}".splitlines()[0], file=sys.stderr)
         return 1
@@ -192,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
         if not r.ok or r.note:
             print(f"template {r.template_id:02d} (gsm8k {r.id_orig}): {'FAIL ' + r.error if not r.ok else r.note}",
                   file=sys.stderr)
-    print(f"wrote {len(train)} rows to {out / 'train.jsonl'} and {len(evaluation)} rows to {out / 'eval.jsonl'}",
+    print(f"wrote {len(train)} rows to {out / 'train.jsonl'} and {len(evaluation)} rows to {out / 'eval.jsonl'}"
+          + (f", {a.n_eval_symbolic} rows to {out / 'eval_symbolic.jsonl'}" if a.n_eval_symbolic else ""),
           file=sys.stderr)
     return 0
 

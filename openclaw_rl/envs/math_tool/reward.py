@@ -9,8 +9,11 @@ after verl's ReTool recipe) scores the response with slime's ``math_dapo`` ``com
 
 so with ``n`` tool calls a wrong answer scores ``min(-0.6, -1.1 + 0.05 * n)``: -1.1 with no call,
 -1.0 with two, -0.6 from ten calls on; a correct answer scores 1.0 whatever the calls.
-:func:`score_answer` is that formula, with our answer check (:mod:`.answer`: last ``\\boxed{}``
-outside tool blocks, numeric comparison) in place of ``math_dapo``.
+:func:`score_answer` is that formula, with our answer check (:mod:`.answer`: the last
+``\\boxed{}`` of the response outside ``<tool_call>`` / ``<interpreter>`` blocks, numeric
+comparison) in place of ``math_dapo`` (which reads the last 300 characters of prompt + response
+and compares normalised strings; our prompt shows ``\\boxed{42}`` as an example, so only the
+response is read).
 
 Upstream also adds ``--prm-step-coef`` x the mean step-PRM score here; in this project the
 coefficient is applied in one place only, the ``step_wise`` advantage estimator, so this reward is
