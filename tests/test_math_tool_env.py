@@ -112,7 +112,8 @@ def test_format_output_explains_how_a_program_ended():
     assert format_output("42\n", returncode=0, timed_out=False, **kw) == "<interpreter>\n42\n</interpreter>"
     assert "no output" in format_output("", returncode=0, timed_out=False, **kw)
     assert "time limit of 3 seconds" in format_output("", returncode=124, timed_out=True, **kw)
-    assert "killed by signal 9 (probably the memory limit)" in format_output("", returncode=137, timed_out=False, **kw)
+    assert "killed by signal 9 (SIGKILL" in format_output("", returncode=137, timed_out=False, **kw)
+    assert "killed by signal 24 (CPU time limit)" in format_output("", returncode=152, timed_out=False, **kw)
     assert "ran out of memory" in format_output("MemoryError\n", returncode=1, timed_out=False, **kw)
     out = format_output("Traceback...\n", returncode=1, timed_out=False, **kw)
     assert out.endswith("[exit code 1]\n</interpreter>")
@@ -188,3 +189,21 @@ def test_no_network_and_no_project_checkout(env):
     assert "Network is unreachable" in obs or "OSError" in obs
     obs = env.exec_tool(_call("import os\nprint(os.path.exists('/work'), os.path.exists('/work/wt-mathtool'))"))
     assert obs == "<interpreter>\nFalse False\n</interpreter>"
+
+
+@needs_sandbox
+def test_close_while_a_program_runs_stops_it():
+    import threading
+    import time
+    env = MathToolEnv("t-1", TASK, ToolsConfig(python_timeout=120))
+    env.reset()
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("obs", env.exec_tool(_call("while True:\n    pass"))))
+    t.start()
+    while env._sandbox is None and t.is_alive():
+        time.sleep(0.01)
+    time.sleep(0.3)
+    env.close()  # e.g. the pool server closing an expired lease
+    t.join(timeout=100)
+    assert not t.is_alive()
+    assert out["obs"] == "Error: the episode was closed while the program ran."

@@ -5,7 +5,8 @@ Implements the Environment protocol (:mod:`openclaw_rl.agentic.environment`): ``
 of a ``code_interpreter`` call as ``python3 /workspace/main.py`` in a fresh
 :class:`openclaw_rl.agentic.sandbox.Sandbox` (no network, the host system read-only, standard
 library only) under the tools config's limits (``python_timeout`` wall-clock and CPU seconds,
-``python_memory_limit`` address space), and closes that sandbox when the program returns, so
+``python_memory_limit`` address space; at most ``tool_concurrency`` programs at once per
+process), and closes that sandbox when the program returns, so
 whatever it left behind (background processes, a fork bomb's children, files) is gone: every
 call starts clean, as upstream's interpreter (a fresh subprocess in a fresh temp dir per call);
 ``evaluate`` -> the reward of the final answer
@@ -24,6 +25,8 @@ Observations:
   adds a line saying so. The episode's :attr:`MathToolEnv.tool_calls` counts these, and these
   only begin with ``<interpreter>`` (the agent loop's ``metadata["tool_calls"]`` counts them the
   same way).
+* a program still running when the episode is closed (e.g. the pool server closing an expired
+  lease) is killed, and its call returns ``Error: the episode was closed while the program ran.``
 * anything else (not a dict, unknown tool, arguments that are not a JSON object, no ``code``
   string, the ``max_tool_calls`` limit reached): one ``Error: ...`` line saying what is wrong.
 """
@@ -43,6 +46,14 @@ __all__ = ["MathToolEnv", "format_output", "make_env", "truncate_middle"]
 
 PROGRAM_PATH = "/workspace/main.py"
 NO_OUTPUT = "(no output; print() the values you need)"
+_SLOTS: dict[int, threading.BoundedSemaphore] = {}
+_SLOTS_LOCK = threading.Lock()
+
+
+def _slots(n: int) -> threading.BoundedSemaphore:
+    """The process-wide semaphore that caps programs running at once (``tool_concurrency``)."""
+    with _SLOTS_LOCK:
+        return _SLOTS.setdefault(n, threading.BoundedSemaphore(n))
 
 
 def truncate_middle(text: str, limit: int) -> str:
@@ -73,7 +84,7 @@ def format_output(output: str, *, returncode: int, timed_out: bool, timeout: flo
                      f"(python_timeout).")
     elif returncode > 128:
         sig = returncode - 128
-        why = " (CPU time limit)" if sig == 24 else " (probably the memory limit)" if sig == 9 else ""
+        why = {24: " (CPU time limit)", 9: " (SIGKILL: a resource limit or the episode stopping)"}.get(sig, "")
         notes.append(f"Error: the program was killed by signal {sig}{why}; limits: {timeout:g} s, "
                      f"{memory_mb} MB.")
     elif returncode != 0:
@@ -157,17 +168,23 @@ class MathToolEnv:
             if self.tool_calls >= self.config.max_tool_calls:
                 return (f"Error: the limit of {self.config.max_tool_calls} code_interpreter calls is reached; "
                         "give your final answer in \\boxed{}.")
-            sandbox = self._sandbox = self._new_sandbox(code)
             self.tool_calls += 1
         cfg = self.config
-        try:
-            result = sandbox.run(f"exec python3 -u {PROGRAM_PATH}", timeout=cfg.python_timeout, cwd="/workspace",
-                                 env={"PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1"})
-        finally:
+        with _slots(cfg.tool_concurrency):
             with self._lock:
-                if self._sandbox is sandbox:
-                    self._sandbox = None
-            sandbox.close()  # kills anything the program left running
+                if self._closed:
+                    raise RuntimeError(f"math_tool episode {self.task_key!r} is closed")
+                sandbox = self._sandbox = self._new_sandbox(code)
+            try:
+                result = sandbox.run(f"exec python3 -u {PROGRAM_PATH}", timeout=cfg.python_timeout, cwd="/workspace",
+                                     env={"PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1"})
+            finally:
+                with self._lock:
+                    if self._sandbox is sandbox:
+                        self._sandbox = None
+                sandbox.close()  # kills anything the program left running
+        if self._closed:
+            return "Error: the episode was closed while the program ran."
         return format_output(result.output, returncode=result.returncode, timed_out=result.timed_out,
                              timeout=cfg.python_timeout, memory_mb=cfg.memory_mb, limit=cfg.max_obs_chars)
 
