@@ -36,7 +36,7 @@ def test_extract_boxed(text, expected):
     ("$12.50", Fraction(25, 2)), (r"\$12", 12), ("12 dollars", 12), ("15 cm", 15), ("10%", 10), (r"10\%", 10),
     ("USD 300", 300), ("€5", 5), (r"\text{12 apples}", 12), (r"\textbf{7}", 7), ("x = 5", 5),
     ("\u22125", -5), ("90^\\circ", 90), ("60 km/h", 60), ("5 miles per hour", 5), ("{5}", 5), ("(4)", 4),
-    ("1{,}000", 1000), ("6 hrs.", 6), ("18.", 18),
+    ("1{,}000", 1000), ("6 hrs.", 6), ("18.", 18), ("10 percent", 10), ("5 m", 5), ("3 meters per second", 3),
 ])
 def test_parse_number(answer, value):
     assert parse_number(answer) == value
@@ -44,7 +44,7 @@ def test_parse_number(answer, value):
 
 @pytest.mark.parametrize("answer", [
     None, "", "twelve", "1,2", "12,34", "3 and 4", "2 + 3", "5, 6", "1/0", r"\frac{1}{0}", "abc 5 def", "3 5/2",
-    "1.2.3", "--5", "5 1", "x",
+    "1.2.3", "--5", "5 1", "x", "2 and a half", "3 dozen", "1.5 million", "2 thousand", "5k", "2 or 3",
 ])
 def test_parse_number_rejects(answer):
     assert parse_number(answer) is None
@@ -62,7 +62,7 @@ def test_answers_match(pred, gold):
 @pytest.mark.parametrize("pred, gold", [
     ("12", "120"), ("12.5", "12"), ("13", "12"), ("3.3", "10/3"), ("3.34", "10/3"), ("-5", "5"), ("0.1", "10"),
     ("10001", "10000"), ("", "5"), (None, "5"), ("five", "5"), ("5", "five"), ("2/3", "0.67"), ("1,2", "12"),
-    ("6 and 7", "6"), ("1.0000001", "2"),
+    ("6 and 7", "6"), ("1.0000001", "2"), ("2 and a half", "2"), ("3 dozen", "3"),
 ])
 def test_answers_do_not_match(pred, gold):
     assert not answers_match(pred, gold)

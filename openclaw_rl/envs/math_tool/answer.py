@@ -9,7 +9,8 @@
   numbers (``3\\frac{1}{2}``, ``3 1/2``); wrappers ``\\text{}``, ``\\mathrm{}``, ``\\textbf{}``;
   currency and units (``$``, ``\\$``, ``€``, ``£``, ``%``, ``\\%``, ``USD``, trailing words such as
   ``dollars``, ``cm``, ``apples``, ``^\\circ``); ``x = 5`` keeps the right-hand side; unicode minus.
-  Anything else (two numbers, an expression, words only) gives ``None``.
+  Anything else (two numbers, an expression, words only, trailing words that change the number
+  such as ``and a half``, ``dozen``, ``million``) gives ``None``.
 * :func:`answers_match`: equal when exactly equal, or within a relative ``1e-6``, or when the
   prediction is the gold value rounded to the prediction's own number of decimals, at least two
   (``3.33`` for ``10/3``; ``3.3`` is not accepted).
@@ -32,6 +33,9 @@ _NUMBER = re.compile(rf"^(?:{_NUM})$")
 _FRACTION = re.compile(rf"^({_NUM})\s*/\s*({_NUM})$")
 _MIXED = re.compile(rf"^([+-]?\d+)\s+(\d+)\s*/\s*(\d+)$")
 _CURRENCY_WORDS = re.compile(r"^(?:usd|eur|gbp|rs\.?|inr)\s*|\s*(?:usd|eur|gbp)$", re.IGNORECASE)
+_NUMBER_WORDS = {"and", "or", "plus", "minus", "times", "over", "point", "half", "halves", "third", "thirds",
+                 "quarter", "quarters", "fourth", "fourths", "fifth", "fifths", "dozen", "dozens", "hundred",
+                 "hundreds", "thousand", "thousands", "million", "millions", "billion", "billions", "k", "bn", "x"}
 _TRAILING_WORDS = re.compile(r"(?:\s*(?:[a-zA-Z]+\.?|\^\s*\{?\\circ\}?|°)(?:\s*(?:/|per)\s*[a-zA-Z]+)?)+$")
 
 
@@ -68,7 +72,11 @@ def _clean(s: str) -> str:
     if "=" in s:
         s = s.rsplit("=", 1)[1]
     s = _CURRENCY_WORDS.sub("", s.strip())
-    s = _TRAILING_WORDS.sub("", s).strip()
+    m = _TRAILING_WORDS.search(s)
+    if m:
+        if _NUMBER_WORDS & {w.lower() for w in re.findall(r"[a-zA-Z]+", m.group(0))}:
+            return ""  # "2 and a half", "3 dozen", "1.5 million": words that change the number
+        s = s[:m.start()].strip()
     s = s.rstrip(".").strip()
     while s.startswith("{") and s.endswith("}"):
         s = s[1:-1].strip()
