@@ -120,9 +120,10 @@ def test_fork_bomb_is_capped_and_everything_recovers():
         assert r.timed_out and r.returncode == 124
         if box.cgroup is not None:
             # the cap: a counting forker never gets past it
-            count = box.run(_py("import os, time\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n"
-                                "            time.sleep(20); os._exit(0)\n        n += 1\nexcept OSError:\n"
-                                "    print(n)"), timeout=10)
+            # (children wait for the parent's pipe to close, so they end with it)
+            count = box.run(_py("import os\nr, w = os.pipe()\nn = 0\ntry:\n    while True:\n"
+                                "        if os.fork() == 0:\n            os.close(w); os.read(r, 1); os._exit(0)\n"
+                                "        n += 1\nexcept OSError:\n    print(n)"), timeout=10)
             assert count.returncode == 0, count
             assert int(count.output.split()[-1]) < limits.max_processes
             assert _drained(box)  # everything the command started is gone
@@ -239,3 +240,21 @@ def test_close_kills_everything_and_removes_the_episode():
     with pytest.raises(SandboxError):
         box.run("true")
     box.close()  # idempotent
+
+
+def test_background_jobs_outlive_their_command_and_die_with_the_episode():
+    with Sandbox() as box:
+        r = box.run("nohup sleep 888 >/dev/null 2>&1 & echo started", timeout=10)
+        assert r.output == "started\n" and not r.timed_out
+        # one pid namespace per episode: the next command sees the daemon (AgentBench's "start")
+        assert "sleep 888" in box.run("ps -eo args").output
+        # a background job that keeps the output pipe open does not hold run() to its timeout
+        t0 = time.monotonic()
+        r = box.run("sleep 999 & echo quick", timeout=20)
+        assert r.output == "quick\n" and not r.timed_out and time.monotonic() - t0 < 10
+        for _ in range(20):  # adopted orphans are reaped: no zombies pile up against pids.max
+            box.run("(true &) ; true")
+        assert "<defunct>" not in box.run("ps -eo stat,args").output
+        pids = box.cgroup.pids() if box.cgroup else []
+    if pids:
+        assert all(not Path(f"/proc/{pid}").exists() for pid in pids)

@@ -110,12 +110,24 @@ class PidsCgroup:
             return None
         return cls(group, version)
 
-    def pids(self) -> list[int]:
-        """The pids now in the group (empty once it is gone)."""
+    def child(self) -> "PidsCgroup | None":
+        """A sub-group (one per command) under this group's limit; ``None`` if it cannot be made."""
+        path = self.path / f"cmd-{uuid.uuid4().hex[:10]}"
         try:
-            return [int(p) for p in Path(self.procs_file).read_text().split()]
+            path.mkdir()
         except OSError:
-            return []
+            return None
+        return PidsCgroup(path, self.version)
+
+    def pids(self) -> list[int]:
+        """The pids now in the group and its sub-groups (empty once it is gone)."""
+        out = []
+        for procs in [Path(self.procs_file), *self.path.glob("*/cgroup.procs")]:
+            try:
+                out += [int(p) for p in procs.read_text().split()]
+            except OSError:
+                pass
+        return out
 
     def kill_all(self, timeout: float = 5.0) -> bool:
         """SIGKILL every task in the group until it is empty; returns whether it emptied in time."""
@@ -132,7 +144,18 @@ class PidsCgroup:
                     kill_file.write_text("1")
                 except OSError:
                     pass
-            for pid in pids:
+            # SIGSTOP first until no new task appears (a stopped fork bomb cannot refill the
+            # group faster than it is killed), then SIGKILL them all
+            stopped: set[int] = set()
+            while set(pids) - stopped and time.monotonic() < deadline:
+                for pid in set(pids) - stopped:
+                    try:
+                        os.kill(pid, signal.SIGSTOP)
+                    except ProcessLookupError:
+                        pass
+                    stopped.add(pid)
+                pids = self.pids()
+            for pid in stopped | set(pids):
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
@@ -140,13 +163,14 @@ class PidsCgroup:
             time.sleep(0.01)
 
     def remove(self) -> None:
-        """Kill what is left and remove the group directory (idempotent)."""
+        """Kill what is left and remove the group directory and its sub-groups (idempotent)."""
         self.kill_all()
-        for _ in range(100):
-            try:
-                self.path.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                time.sleep(0.02)
+        for path in [*self.path.glob("*/"), self.path]:
+            for _ in range(100):
+                try:
+                    path.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)

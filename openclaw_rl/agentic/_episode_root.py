@@ -3,7 +3,9 @@
 See :mod:`openclaw_rl.agentic.sandbox` for the whole design. This module owns the files:
 ``<root>/upper|work|merged/<d>`` per overlaid host system dir ``<d>`` and ``<root>/fresh/<d>``
 per fresh writable dir, plus the *holder* process whose private mount namespace carries the
-overlay mounts (they vanish with it; the host's mount table never changes).
+overlay mounts (they vanish with it; the host's mount table never changes) and whose pid
+namespace holds every process of the episode (its bash is pid 1: when it exits on close, the
+kernel kills whatever is left).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import posixpath
 import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -27,6 +30,22 @@ PROC_READ_ONLY = ("bus", "fs", "irq", "sys", "sysrq-trigger")
 PROC_MASKED_DIRS = ("acpi", "asound", "scsi", "driver")
 PROC_MASKED_FILES = ("kcore", "keys", "latency_stats", "timer_list", "timer_stats", "sched_debug",
                      "kmsg", "kallsyms", "kpagecgroup", "kpagecount", "kpageflags", "config.gz")
+# pid 1 of an episode: says ready, reaps every child until its stdin closes
+_REAPER = """
+import os, signal, sys
+def reap(*_):
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+signal.signal(signal.SIGCHLD, reap)
+print("ready", flush=True)
+while os.read(0, 4096):
+    pass
+"""
 HOST_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
 
 
@@ -115,7 +134,7 @@ class EpisodeRoot:
         shutil.copytree(src, self.host_path(dst), symlinks=True, dirs_exist_ok=True)
 
     def start(self, timeout: float = 20.0) -> None:
-        """Start the holder: a private mount namespace with the overlays mounted.
+        """Start the holder: private mount (overlays mounted) and pid namespaces.
 
         Raises:
             RuntimeError: one-line reason (mount refused, e.g. upper dir on overlayfs).
@@ -126,9 +145,13 @@ class EpisodeRoot:
                     f"workdir={self.root}/work/{name}")
             lines.append(f"mount -t overlay overlay -o {shlex.quote(opts)} "
                          f"{shlex.quote(str(self.root / 'merged' / name))}")
-        lines += ["echo ready", "read -r _ || true"]
+        # the episode's pid 1 must reap the orphans it adopts (zombies count against pids.max)
+        # (the system python starts faster than a venv's; either will do)
+        python = shutil.which("python3", path=HOST_ENV["PATH"]) or sys.executable
+        lines.append(f"exec {shlex.quote(python)} -I -S -c {shlex.quote(_REAPER)}")
         self.holder = subprocess.Popen(
-            ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", "\n".join(lines)],
+            ["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child", "--mount-proc",
+             "/bin/bash", "-c", "\n".join(lines)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True, env=HOST_ENV)
         sink = HeadTail(4096)
@@ -140,6 +163,11 @@ class EpisodeRoot:
             err = self.holder.stderr.read().decode(errors="replace").strip().splitlines()
             raise RuntimeError("cannot mount the overlay root: " + (err[-1] if err else "holder died")
                                + " (set OPENCLAW_RL_SANDBOX_DIR to a dir on ext4/xfs/tmpfs)")
+
+    def nsenter_args(self) -> list[str]:
+        """``nsenter`` options that enter the holder's mount and pid namespaces."""
+        pid = self.holder.pid
+        return [f"--mount=/proc/{pid}/ns/mnt", f"--pid=/proc/{pid}/ns/pid_for_children"]
 
     def bwrap_binds(self) -> list[str]:
         """bwrap arguments that build the sandbox's file system from this root."""

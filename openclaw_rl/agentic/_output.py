@@ -49,7 +49,7 @@ class HeadTail:
 
 
 def pump(fd: int, sink: HeadTail, deadline: float, *, quiet: float | None = None,
-         stop=None) -> str:
+         stop=None, done=None) -> str:
     """Read ``fd`` into ``sink`` until EOF, the deadline, quiet, or ``stop(sink)`` says so.
 
     Args:
@@ -58,21 +58,30 @@ def pump(fd: int, sink: HeadTail, deadline: float, *, quiet: float | None = None
         deadline: ``time.monotonic()`` value to give up at.
         quiet: seconds without new bytes after which to return (``None``: wait for EOF).
         stop: optional predicate on the bytes read so far (``bytes``) that ends reading early.
+        done: optional predicate polled every 50 ms: once true (the writer process exited while
+            something it started in the background still holds the pipe), read only what
+            arrives within 0.05 s of quiet (at most 0.5 s more) and return ``"done"``.
 
     Returns:
-        ``"eof"``, ``"deadline"``, ``"quiet"`` or ``"stop"``.
+        ``"eof"``, ``"deadline"``, ``"quiet"``, ``"stop"`` or ``"done"``.
     """
     seen = bytearray()
     last = time.monotonic()
+    finishing = False
     while True:
         now = time.monotonic()
         if now >= deadline:
-            return "deadline"
+            return "done" if finishing else "deadline"
+        if done is not None and not finishing and done():
+            finishing, quiet, last = True, 0.05, now
+            deadline = min(deadline, now + 0.5)
         wait = deadline - now
+        if done is not None:
+            wait = min(wait, 0.05)
         if quiet is not None:
             wait = min(wait, max(0.0, last + quiet - now))
             if wait <= 0:
-                return "quiet"
+                return "done" if finishing else "quiet"
         ready, _, _ = select.select([fd], [], [], wait)
         if not ready:
             continue

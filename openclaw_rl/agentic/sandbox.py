@@ -12,11 +12,16 @@ temp dir), removed by :meth:`Sandbox.close`::
 How it is isolated (bubblewrap 0.8, the Debian 12 package, has no ``--overlay``; so we mount the
 overlays ourselves, as root, in a private mount namespace that only the episode sees):
 
-* a *holder* process (``unshare --mount --propagation private``) mounts the overlays once at
-  start-up and then waits on its stdin; it exits when the sandbox closes or this process dies,
-  and the mounts go with its namespace (nothing is ever mounted on the host);
-* each command enters that namespace (``nsenter --mount``) and runs under ``bwrap`` with new
-  pid, net (no network: only its own loopback), ipc, uts and cgroup namespaces, a fresh /proc and
+* a *holder* process (``unshare --mount --propagation private --pid --fork``) mounts the
+  overlays once at start-up; its pid 1 (a tiny reaper) waits on its stdin and exits when the
+  sandbox closes or this process dies; the mounts go with its mount namespace (nothing is ever
+  mounted on the host) and the kernel kills every process left in its pid namespace;
+* each command enters those namespaces (``nsenter --mount --pid``): one pid namespace per
+  episode, so a daemon started by one command (AgentBench's ``start`` scripts, ``cmd &``) is
+  seen by the next, as in a container; a command returns when its own process exits (output
+  still arriving within 50 ms is kept), its background jobs live on until close;
+* it runs under ``bwrap`` with new net (no network: only its own loopback), ipc, uts and cgroup
+  namespaces, a fresh /proc and
   minimal /dev (/proc/sys, /proc/sysrq-trigger and the other host-wide /proc parts read-only or
   masked, as Docker does), ``--die-with-parent``, ``--new-session``, a cleared environment, and only the
   overlays plus the fresh dirs bound in: the project checkout (/work), the host's /tmp and every
@@ -27,8 +32,9 @@ overlays ourselves, as root, in a private mount namespace that only the episode 
 * limits: ``ulimit`` (RLIMIT_CPU, RLIMIT_AS, RLIMIT_FSIZE, RLIMIT_NPROC, no core files) on the
   launcher, inherited by everything it starts; a per-episode ``pids`` cgroup caps the process
   count (RLIMIT_NPROC does not bind root; see ``_cgroup.py``);
-* the wall-clock timeout SIGKILLs the launcher's process group; ``--die-with-parent`` then kills
-  the sandbox's pid 1 and the kernel kills everything left in its pid namespace.
+* every command gets its own sub-cgroup of the episode's pids cgroup; the wall-clock timeout
+  SIGKILLs the launcher's process group and every task of that sub-cgroup (SIGSTOP first, so a
+  fork bomb cannot outrun it); without cgroups, ``--die-with-parent`` kills the command's shell.
 
 Requires root (mounting overlayfs), ``bwrap``, and util-linux ``unshare``/``nsenter``.
 """
@@ -167,19 +173,19 @@ class Sandbox:
 
     # ---- commands -----------------------------------------------------------------------------
     def _argv(self, argv: list[str], *, env: dict[str, str] | None, cwd: str | None,
-              user: str, new_session: bool) -> list[str]:
+              user: str, new_session: bool, procs_file: str | None = None) -> list[str]:
         """The full launcher -> nsenter -> bwrap command line for ``argv`` inside the sandbox."""
         if self._closed or self._root is None or self._root.holder is None:
             raise SandboxError("the sandbox is closed")
         lim = self.limits
         out = ["/bin/bash", "-c", _LAUNCHER, "oc-sandbox",
-               self.cgroup.procs_file if self.cgroup else "",
+               procs_file or (self.cgroup.procs_file if self.cgroup else ""),
                _clamp(resource.RLIMIT_CPU, lim.cpu_seconds),
                _clamp(resource.RLIMIT_AS, lim.memory_mb * 1024, 1024),
                _clamp(resource.RLIMIT_FSIZE, lim.file_size_mb * 1024, 1024),
                _clamp(resource.RLIMIT_NPROC, lim.max_processes),
-               "nsenter", f"--mount=/proc/{self._root.holder.pid}/ns/mnt", "--",
-               "bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+               "nsenter", *self._root.nsenter_args(), "--",
+               "bwrap", "--unshare-ipc", "--unshare-net", "--unshare-uts",
                "--unshare-cgroup-try", "--hostname", "sandbox", "--die-with-parent",
                "--cap-drop", "ALL"]
         for cap in _CAPS:
@@ -222,17 +228,23 @@ class Sandbox:
     def _exec(self, command: str, *, timeout: float | None, stdin: bytes | None,
               env: dict[str, str] | None, cwd: str | None, user: str,
               keep: int) -> tuple[int, HeadTail, bool]:
+        group = self.cgroup.child() if self.cgroup else None
         argv = self._argv(["/bin/bash", "-c", command], env=env, cwd=cwd, user=user,
-                          new_session=True)
-        proc = self._spawn(argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                          new_session=True, procs_file=group.procs_file if group else None)
+        try:
+            proc = self._spawn(argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        except BaseException:
+            if group:
+                group.remove()
+            raise
         try:
             if stdin is not None:
                 threading.Thread(target=self._feed, args=(proc, stdin), daemon=True).start()
             sink = HeadTail(keep)
             wall = self.limits.wall_seconds if timeout is None else float(timeout)
             deadline = time.monotonic() + wall
-            why = pump(proc.stdout.fileno(), sink, deadline)
+            why = pump(proc.stdout.fileno(), sink, deadline, done=lambda: proc.poll() is not None)
             timed_out = why == "deadline"
             if not timed_out:
                 try:
@@ -241,12 +253,16 @@ class Sandbox:
                     timed_out = True
             if timed_out:
                 self._kill(proc)
+                if group:
+                    group.kill_all()
                 pump(proc.stdout.fileno(), sink, time.monotonic() + 1.0)
                 proc.wait()
             rc = 124 if timed_out else proc.returncode
             return (128 - rc if rc < 0 else rc), sink, timed_out
         finally:
             self._kill(proc)
+            if group and not group.pids():  # background jobs keep theirs until close()
+                group.remove()
             proc.stdout.close()
             if proc.poll() is None:
                 proc.wait()

@@ -1,0 +1,1 @@
+"""Track 2 environments, one package per agent family."""
