@@ -6,9 +6,11 @@
 output in ``<interpreter>...</interpreter>``, and boxes its answer; at most ``max_turns`` replies.
 Every step goes through the intercept server (:func:`openclaw_rl.agentic.generate.generate_agent`).
 
-``reward_func`` scores the episode's final answer against the label
-(:func:`openclaw_rl.envs.math_tool.reward.score_answer`: +1 correct; a wrong answer -1 plus the
-tool-use shaping documented there) and returns ``{"score", "acc", ...}``.
+``reward_func`` returns the environment's score of the episode (``MathToolEnv.evaluate``: the
+final answer checked against the label, +1 correct; a wrong answer upstream's tool-use shaped
+``min(-0.6, -1.1 + 0.05 * interpreter runs)``, :mod:`openclaw_rl.envs.math_tool.reward`) as
+``{"score", "acc", "pred"}``; the environment counts its own interpreter runs, so a malformed call
+earns no shaping. An episode the environment could not score is scored from its final text.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ async def generate(args: Any, sample: Sample, sampling_params: dict) -> list[Sam
 async def reward_func(args: Any, sample: Sample) -> dict:
     """``{"score": reward, "acc": 0|1, ...}`` of the episode's final answer (same for every
     sample of one trajectory)."""
-    final = sample.metadata.get("final_response", sample.response)
-    out = score_answer(final or "", str(sample.label), int(sample.metadata.get("tool_calls", 0)))
-    return {"score": out["reward"], "acc": float(out["correct"]), "pred": out["pred"], "tool_calls": out["tool_calls"]}
+    final = sample.metadata.get("final_response", sample.response) or ""
+    env_score = sample.metadata.get("env_score")
+    out = score_answer(final, str(sample.label), 0)
+    score = float(env_score) if env_score is not None else out["reward"]
+    return {"score": score, "acc": float(out["correct"]), "pred": out["pred"]}

@@ -115,7 +115,7 @@ def dataset_path(name: str, split: str) -> Path:
     if split not in ("train", "eval"):
         raise ValueError(f"split must be train or eval, got {split!r}")
     fam = family(name)
-    root = cache_dir() / "data"
+    root = cache_dir().parent / "data"
     root.mkdir(parents=True, exist_ok=True)
     target = root / f"{fam.env_type}-v{fam.version}"
     with _file_lock(root / f".{fam.env_type}.lock"):

@@ -178,6 +178,23 @@ def _write(path: Path, rows: list[dict]) -> None:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
+#: the default dataset (:mod:`openclaw_rl.agentic.families`): training instances and seed
+DEFAULT_N_TRAIN, DEFAULT_SEED = 2000, 0
+
+
+def build_default(out: Path) -> None:
+    """Write the default ``train.jsonl`` (:data:`DEFAULT_N_TRAIN` instances of the training
+    templates, :data:`DEFAULT_SEED`) and ``eval.jsonl`` (the held-out templates' GSM8K problems)
+    into ``out`` (the family table's builder).
+
+    Raises:
+        RuntimeError / TemplateError: the templates package is missing or a template fails.
+    """
+    out = Path(out)
+    _write(out / "train.jsonl", train_rows(DEFAULT_N_TRAIN, DEFAULT_SEED))
+    _write(out / "eval.jsonl", eval_rows())
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point (see the module doc). Returns the exit status; errors are one line on stderr."""
     p = argparse.ArgumentParser(prog="python -m openclaw_rl.envs.math_tool.data",
