@@ -98,6 +98,10 @@ def env_fallbacks() -> list[str]:
     return sorted({s.env for s in specs if s.env})
 
 
+#: environment variable naming more variables to carry into a job (see :func:`job_runtime_env`)
+JOB_ENV = "SLIME_JOB_ENV"
+
+
 def job_runtime_env(environ: Mapping[str, str] | None = None) -> dict:
     """A Ray ``runtime_env`` carrying the environment fallbacks set in ``environ`` into a job
     (a submitted job does not inherit the submitting shell's environment). Values of ``*_PATH``
@@ -106,7 +110,9 @@ def job_runtime_env(environ: Mapping[str, str] | None = None) -> dict:
     runtime_env on its dashboard; keys reach a job through the Ray head's environment or a flag.
     ``SLIME_CALLER_CWD`` (the launch scripts set it) is carried too, so the job takes every other
     relative path against the caller's directory (:mod:`slime.paths`), and
-    ``RAY_JOB_STOP_WAIT_TIME_S`` (default 60) gives a stopped job time to shut its server down."""
+    ``RAY_JOB_STOP_WAIT_TIME_S`` (default 60) gives a stopped job time to shut its server down.
+    A launch script names more variables its plugins read in ``SLIME_JOB_ENV`` (space-separated,
+    e.g. ``"TOOLS_CONFIG PARALLEL_ENVS ENV_SERVER_URL"``); those set are carried too."""
     from slime.paths import CALLER_CWD_ENV
 
     environ = os.environ if environ is None else environ
@@ -115,7 +121,8 @@ def job_runtime_env(environ: Mapping[str, str] | None = None) -> dict:
         out[CALLER_CWD_ENV] = environ[CALLER_CWD_ENV]
     # `ray job stop` (Ctrl-C in a launch script) gives the trainer time to stop its server and judges
     out["RAY_JOB_STOP_WAIT_TIME_S"] = environ.get("RAY_JOB_STOP_WAIT_TIME_S", "60")
-    for name in env_fallbacks():
+    extra = [n for n in environ.get(JOB_ENV, "").split() if n.isidentifier()]
+    for name in dict.fromkeys(env_fallbacks() + extra):
         value = environ.get(name, "").strip()
         if name.endswith("_API_KEY"):
             continue

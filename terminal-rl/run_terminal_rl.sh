@@ -23,6 +23,8 @@
 #   PRM_ENABLE, PRM_MODEL_PATH, PRM_M, PRM_STEP_COEF   the step PRM
 set -e
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../openclaw_rl/launch/train_job.sh"
+# what the plugins read in the job (a submitted job does not inherit this shell's environment)
+export SLIME_JOB_ENV="${SLIME_JOB_ENV:-} TOOLS_CONFIG TOOL_CONFIGS PARALLEL_ENVS MAX_STEPS ENV_SERVER_URL WORKER_URLS"
 
 ENV_TYPE=${ENV_TYPE:-terminal}
 if [ "$ENV_TYPE" != terminal ]; then
