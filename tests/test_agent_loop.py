@@ -131,3 +131,37 @@ def test_episode_without_a_step_is_one_failed_sample():
     assert ep.finish == "error" and "lease lost" in ep.error and ep.steps == [] and env.closed
     [s] = episode_samples(ep, _template())
     assert s.status == SampleStatus.FAILED and "lease lost" in s.metadata["error"]
+
+
+def make_read_env(task_key: str, task: dict) -> ReadFileEnv:
+    """Factory for a pool server (``tests.test_agent_loop:make_read_env``)."""
+    return ReadFileEnv()
+
+
+def test_a_lease_lost_mid_episode_ends_it_scored_and_released(tool_server, tmp_path):
+    from openclaw_rl.agentic.pool_client import EnvHandle, PoolClient
+    from tests.test_pool_server import serve
+
+    class LosesLease(EnvHandle):
+        """The pool drops the lease (a TTL expiry, a restart) just before the tool call."""
+
+        async def exec_tool(self, tool_call):
+            await self.client.post(self.url, "close", {"lease_id": self.lease_id}, self.http)
+            return await super().exec_tool(tool_call)
+
+    with serve(tmp_path, "openclaw_rl.agentic.pool_server", "--env", "read=tests.test_agent_loop:make_read_env",
+               "--env-type", "read") as (url, _proc):
+        async def go():
+            async with PoolClient([url]) as client:
+                handle = await client.allocate("t", request_id="r1")
+                handle.__class__ = LosesLease
+                chat = ServerChat(tool_server.base_url, str(tool_server.buffer_dir), api_key=tool_server.api_key)
+                ep = await run_episode(chat, handle, {"temperature": 0.0, "max_new_tokens": 64}, 3,
+                                       system_prompt=SYSTEM)
+                return ep, (await client.status())[0]
+
+        ep, status = asyncio.run(go())
+    assert ep.finish == "error" and "lease" in ep.error.lower() and len(ep.steps) == 1
+    assert ep.score is None and status["in_use"] == 0  # nothing leaked on the pool
+    [s] = episode_samples(ep, _template())
+    assert s.status == SampleStatus.COMPLETED and s.reward is None and s.metadata["finish"] == "error"
