@@ -23,14 +23,12 @@
 #   PRM_ENABLE, PRM_MODEL_PATH, PRM_M, PRM_STEP_COEF   the step PRM
 set -e
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../openclaw_rl/launch/train_job.sh"
-# what the plugins read in the job (a submitted job does not inherit this shell's environment)
-export SLIME_JOB_ENV="${SLIME_JOB_ENV:-} TOOLS_CONFIG TOOL_CONFIGS PARALLEL_ENVS MAX_STEPS ENV_SERVER_URL WORKER_URLS"
+source "$REPO_DIR/openclaw_rl/launch/agent_job.sh"
 
 ENV_TYPE=${ENV_TYPE:-terminal}
 if [ "$ENV_TYPE" != terminal ]; then
   echo "$LAUNCH_SCRIPT: ENV_TYPE must be terminal for this script, got '$ENV_TYPE'" >&2; exit 2
 fi
-if [ "$MODEL_PATH" = builtin:smollm2-135m ] && [ "$HAS_GPU" = 0 ]; then CPU_RUN=1; else CPU_RUN=0; fi
 export MAX_STEPS=${MAX_STEPS:-$([ "$CPU_RUN" = 1 ] && echo 4 || echo 20)}
 export PARALLEL_ENVS=${PARALLEL_ENVS:-$([ "$CPU_RUN" = 1 ] && echo 4 || echo 32)}
 case "$MAX_STEPS$PARALLEL_ENVS" in *[!0-9]*) echo "$LAUNCH_SCRIPT: MAX_STEPS and PARALLEL_ENVS must be integers" >&2; exit 2 ;; esac
@@ -59,21 +57,7 @@ if [ -n "$WORKER_URLS" ] && [ -z "$ENV_SERVER_URL" ] && [ -z "$TRAIN_JOB_DRY_RUN
 fi
 echo "$LAUNCH_SCRIPT: PROMPT_DATA=$PROMPT_DATA MAX_STEPS=$MAX_STEPS PARALLEL_ENVS=$PARALLEL_ENVS"
 
-if [ "$CPU_RUN" = 1 ]; then
-  ROLLOUT_ARGS=${ROLLOUT_ARGS:-"--rollout-batch-size 2 --n-samples-per-prompt 2 --rollout-max-response-len 96 \
-    --rollout-max-context-len 3072 --rollout-temperature 1.0"}
-  OPTIMIZER_ARGS=${OPTIMIZER_ARGS:-"--lr 1e-5 --weight-decay 0.0"}
-else
-  ROLLOUT_ARGS=${ROLLOUT_ARGS:-"--rollout-batch-size 16 --n-samples-per-prompt 8 --rollout-max-response-len 4096 \
-    --rollout-max-context-len 32768 --rollout-temperature 1.0"}
-fi
-if [ -n "$PRM_ENABLE" ] && [ "$PRM_ENABLE" != 0 ]; then
-  RL_ARGS=${RL_ARGS:-"--advantage-estimator step_wise --prm-enable --eps-clip 0.2 --eps-clip-high 0.28$([ "$CPU_RUN" = 1 ] && echo " --prm-max-new-tokens 16")"}
-else
-  RL_ARGS=${RL_ARGS:-"--advantage-estimator grpo --eps-clip 0.2 --eps-clip-high 0.28"}
-fi
-METHOD_ARGS="--prompt-data $PROMPT_DATA --input-key prompt --label-key label --metadata-key metadata \
-  --custom-generate-function-path $LAUNCH_DIR/generate.py:generate \
-  --custom-rm-path $LAUNCH_DIR/generate.py:reward_func --reward-key score \
-  --num-rollout $NUM_ROLLOUT ${METHOD_ARGS:-}"
+agent_job_defaults generate.py \
+  "--rollout-batch-size 16 --n-samples-per-prompt 8 --rollout-max-response-len 4096 --rollout-max-context-len 32768 --rollout-temperature 1.0" \
+  "--rollout-batch-size 2 --n-samples-per-prompt 2 --rollout-max-response-len 96 --rollout-max-context-len 3072 --rollout-temperature 1.0"
 submit_train_job "$@"

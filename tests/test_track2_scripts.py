@@ -55,3 +55,11 @@ def test_toolcall_script_refuses_another_env_type(tmp_path):
     r = subprocess.run(["bash", str(REPO / "toolcall-rl/run_toolcall_rl.sh")], capture_output=True, text=True,
                        env={**job_env(1, 1), "ENV_TYPE": "terminal", "TRAIN_JOB_DRY_RUN": "1"}, timeout=60)
     assert r.returncode == 2 and "ENV_TYPE must be toolcall" in r.stderr
+
+
+def test_toolcall_prm_variant_trains_step_wise_with_dynamic_history(ray_head, tmp_path):
+    # the deterministic step judge (rule:observation) so the PRM path is exercised without a judge model
+    rows = _run("toolcall-rl/retool_qwen3_4b_prm_rl.sh", ray_head, tmp_path, PRM_MODEL_PATH="rule:observation",
+                PRM_M="2", EXTRA_ARGS="--dynamic-history")
+    last = rows[-1]
+    assert last["step_wise/steps"] >= 4 and "step_wise/buckets" in last  # one step-sample per step at least

@@ -23,8 +23,7 @@
 #   PRM_ENABLE, PRM_MODEL_PATH, PRM_M, PRM_STEP_COEF   the step PRM
 set -e
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../openclaw_rl/launch/train_job.sh"
-# what the plugins read in the job (a submitted job does not inherit this shell's environment)
-export SLIME_JOB_ENV="${SLIME_JOB_ENV:-} TOOLS_CONFIG TOOL_CONFIGS PARALLEL_ENVS MAX_STEPS ENV_SERVER_URL WORKER_URLS"
+source "$REPO_DIR/openclaw_rl/launch/agent_job.sh"
 
 ENV_TYPE=${ENV_TYPE:-toolcall}
 if [ "$ENV_TYPE" != toolcall ]; then
@@ -33,7 +32,6 @@ fi
 TOOLS_CONFIG=$(abs_path "${TOOLS_CONFIG:-${TOOL_CONFIGS:-$LAUNCH_DIR/tools_config.json}}")
 [ -f "$TOOLS_CONFIG" ] || { echo "$LAUNCH_SCRIPT: TOOLS_CONFIG $TOOLS_CONFIG: no such file" >&2; exit 2; }
 export TOOLS_CONFIG
-if [ "$MODEL_PATH" = builtin:smollm2-135m ] && [ "$HAS_GPU" = 0 ]; then CPU_RUN=1; else CPU_RUN=0; fi
 export PARALLEL_ENVS=${PARALLEL_ENVS:-$([ "$CPU_RUN" = 1 ] && echo 4 || echo 8)}
 if [ -z "$PROMPT_DATA" ]; then
   PROMPT_DATA=$(cd "$REPO_DIR" && "$PYTHON" -m openclaw_rl.agentic.families train math-tool) || exit 2
@@ -43,21 +41,7 @@ PROMPT_DATA=$(abs_path "$PROMPT_DATA")
 NUM_ROLLOUT=${NUM_ROLLOUT:-$([ "$CPU_RUN" = 1 ] && echo 3 || echo 3000)}
 echo "$LAUNCH_SCRIPT: PROMPT_DATA=$PROMPT_DATA TOOLS_CONFIG=$TOOLS_CONFIG PARALLEL_ENVS=$PARALLEL_ENVS"
 
-if [ "$CPU_RUN" = 1 ]; then
-  ROLLOUT_ARGS=${ROLLOUT_ARGS:-"--rollout-batch-size 2 --n-samples-per-prompt 2 --rollout-max-response-len 96 \
-    --rollout-max-context-len 2048 --rollout-temperature 1.0"}
-  OPTIMIZER_ARGS=${OPTIMIZER_ARGS:-"--lr 1e-5 --weight-decay 0.0"}
-else
-  ROLLOUT_ARGS=${ROLLOUT_ARGS:-"--rollout-batch-size 32 --n-samples-per-prompt 8 --rollout-max-response-len 8192 \
-    --rollout-max-context-len 16384 --rollout-temperature 1.0"}
-fi
-if [ -n "$PRM_ENABLE" ] && [ "$PRM_ENABLE" != 0 ]; then
-  RL_ARGS=${RL_ARGS:-"--advantage-estimator step_wise --prm-enable --eps-clip 0.2 --eps-clip-high 0.28$([ "$CPU_RUN" = 1 ] && echo " --prm-max-new-tokens 16")"}
-else
-  RL_ARGS=${RL_ARGS:-"--advantage-estimator grpo --eps-clip 0.2 --eps-clip-high 0.28"}
-fi
-METHOD_ARGS="--prompt-data $PROMPT_DATA --input-key prompt --label-key label --metadata-key metadata \
-  --custom-generate-function-path $LAUNCH_DIR/generate_with_retool.py:generate \
-  --custom-rm-path $LAUNCH_DIR/generate_with_retool.py:reward_func --reward-key score \
-  --num-rollout $NUM_ROLLOUT ${METHOD_ARGS:-}"
+agent_job_defaults generate_with_retool.py \
+  "--rollout-batch-size 32 --n-samples-per-prompt 8 --rollout-max-response-len 8192 --rollout-max-context-len 16384 --rollout-temperature 1.0" \
+  "--rollout-batch-size 2 --n-samples-per-prompt 2 --rollout-max-response-len 96 --rollout-max-context-len 2048 --rollout-temperature 1.0"
 submit_train_job "$@"

@@ -1,0 +1,31 @@
+# Shared by the Track 2 launch scripts (source it after train_job.sh): the defaults every agent
+# family sets the same way. A family script checks ENV_TYPE, finds PROMPT_DATA, then calls
+#   agent_job_defaults PLUGIN_FILE "GPU ROLLOUT_ARGS" "CPU ROLLOUT_ARGS"
+# which fills, when the caller has not set them: ROLLOUT_ARGS (the CPU set with the embedded
+# model and no GPU), OPTIMIZER_ARGS on CPU, RL_ARGS (GRPO on the outcome; with PRM_ENABLE=1 the
+# step PRM and --advantage-estimator step_wise), and METHOD_ARGS (the prompt data, the family's
+# generate/reward plugin file with --reward-key score, --num-rollout $NUM_ROLLOUT).
+
+# what the plugins read in the job (a submitted job does not inherit this shell's environment)
+export SLIME_JOB_ENV="${SLIME_JOB_ENV:-} TOOLS_CONFIG TOOL_CONFIGS PARALLEL_ENVS MAX_STEPS ENV_SERVER_URL WORKER_URLS"
+
+if [ "$MODEL_PATH" = builtin:smollm2-135m ] && [ "$HAS_GPU" = 0 ]; then CPU_RUN=1; else CPU_RUN=0; fi
+
+agent_job_defaults() {
+  local plugin=$1 gpu_rollout=$2 cpu_rollout=$3
+  if [ "$CPU_RUN" = 1 ]; then
+    ROLLOUT_ARGS=${ROLLOUT_ARGS:-$cpu_rollout}
+    OPTIMIZER_ARGS=${OPTIMIZER_ARGS:-"--lr 1e-5 --weight-decay 0.0"}
+  else
+    ROLLOUT_ARGS=${ROLLOUT_ARGS:-$gpu_rollout}
+  fi
+  if [ -n "$PRM_ENABLE" ] && [ "$PRM_ENABLE" != 0 ]; then
+    RL_ARGS=${RL_ARGS:-"--advantage-estimator step_wise --prm-enable --eps-clip 0.2 --eps-clip-high 0.28$([ "$CPU_RUN" = 1 ] && echo " --prm-max-new-tokens 16" || true)"}
+  else
+    RL_ARGS=${RL_ARGS:-"--advantage-estimator grpo --eps-clip 0.2 --eps-clip-high 0.28"}
+  fi
+  METHOD_ARGS="--prompt-data $PROMPT_DATA --input-key prompt --label-key label --metadata-key metadata \
+    --custom-generate-function-path $LAUNCH_DIR/$plugin:generate \
+    --custom-rm-path $LAUNCH_DIR/$plugin:reward_func --reward-key score \
+    --num-rollout $NUM_ROLLOUT ${METHOD_ARGS:-}"
+}
