@@ -42,6 +42,7 @@ def _run(script: str, ray_head, tmp_path: Path, **extra: str) -> list[dict]:
     assert all(t.turn_type == "side" and t.prompt_ids and t.response_ids for s in sessions for t in store.turns(s))
     rows = [json.loads(x) for p in (tmp_path / "logs").glob("run-*/metrics.jsonl") for x in p.read_text().splitlines()]
     assert rows and "reward/mean" in rows[-1] and rows[-1].get("rollout/failed", 0) == 0
+    assert rows[-1]["agent/episodes"] == 4 and rows[-1]["agent/steps"] >= 1
     return rows
 
 

@@ -78,3 +78,15 @@ def test_bad_prm_scores_and_empty_episodes():
                     error="ConnectionError: refused")
     [s] = episode_samples(empty, _template())
     assert s.status == SampleStatus.FAILED and s.tokens == [] and "refused" in s.metadata["error"]
+
+
+def test_episode_metrics_count_each_trajectory_once():
+    from openclaw_rl.agentic.metrics import episode_metrics
+
+    t1, t2 = _turn(1, [1, 2], [10]), _turn(2, [1, 2, 10, 50], [12])
+    a = episode_samples(_episode([t1, t2], score=1.0), _template(), dynamic_history=True)  # 2 samples, 1 episode
+    b = episode_samples(_episode([t1], finish="length", score=-1.0), _template())
+    m = episode_metrics(a + b + [_template()])
+    assert m["agent/episodes"] == 2 and m["agent/steps"] == 1.5 and m["agent/env_score"] == 0.0
+    assert m["agent/finish/answered"] == 0.5 and m["agent/finish/length"] == 0.5 and m["agent/prefix_breaks"] == 0
+    assert episode_metrics([_template()]) == {}

@@ -27,6 +27,7 @@ import statistics
 import threading
 from typing import Any
 
+from openclaw_rl.agentic.metrics import episode_metrics
 from openclaw_rl.rollout.flags import service_flags
 from slime.plugin_failures import FailureBudget, mark_failed
 from slime.prompt_data import load_prompts
@@ -104,7 +105,8 @@ def generate_rollout(args, rollout_id: int, data_source=None, evaluation: bool =
         ``(groups, metrics)``: one group of ``n_samples_per_prompt`` (or more, when generate returns
         several) samples per prompt; failed samples stay in their group with status ``failed``.
         Metrics: ``reward/mean`` (over successful samples), ``rollout/samples``,
-        ``rollout/failed``, ``rollout/response_len_mean``.
+        ``rollout/failed``, ``rollout/response_len_mean``, and for agent episodes the ``agent/*``
+        metrics of :func:`openclaw_rl.agentic.metrics.episode_metrics`.
 
     Raises:
         ValueError: ``evaluation=True``, no ``--custom-rm-path``, or a bad prompt file.
@@ -135,5 +137,6 @@ def generate_rollout(args, rollout_id: int, data_source=None, evaluation: bool =
     ok = [s for s in samples if s.status != SampleStatus.FAILED]
     metrics = {"reward/mean": statistics.fmean([float(s.reward) for s in ok]) if ok else 0.0,
                "rollout/samples": len(samples), "rollout/failed": len(samples) - len(ok),
-               "rollout/response_len_mean": statistics.fmean([s.response_length for s in ok]) if ok else 0.0}
+               "rollout/response_len_mean": statistics.fmean([s.response_length for s in ok]) if ok else 0.0,
+               **episode_metrics(samples)}
     return groups, metrics

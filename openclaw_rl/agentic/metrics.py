@@ -1,0 +1,46 @@
+"""Per-step metrics of agent episodes (logged by the prompt-dataset rollout).
+
+Computed over the step's trajectories (samples grouped by ``metadata["trajectory_id"]``, so a
+trajectory split into several samples, or one sample per step under ``--dynamic-history``,
+counts once), from the metadata :func:`openclaw_rl.agentic.trajectory.episode_samples` writes.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+
+from slime.sample import Sample
+
+__all__ = ["episode_metrics"]
+
+
+def episode_metrics(samples: Sequence[Sample]) -> dict[str, float]:
+    """``agent/*`` metrics of the samples that came from agent episodes ({} when none did).
+
+    Returns:
+        ``agent/episodes``; means per episode of ``agent/steps``, ``agent/tool_calls`` and
+        ``agent/env_score`` (over scored episodes); ``agent/finish/<reason>`` (share of episodes
+        that ended that way: answered, max_turns, length, context, error); ``agent/prefix_breaks``
+        (episodes whose ids did not concatenate somewhere).
+    """
+    first: dict[str, dict] = {}
+    for s in samples:
+        tid = s.metadata.get("trajectory_id")
+        if tid is not None and tid not in first:
+            first[tid] = s.metadata
+    if not first:
+        return {}
+    metas = list(first.values())
+    n = len(metas)
+    out = {"agent/episodes": float(n),
+           "agent/steps": statistics.fmean(float(m.get("num_steps", 0)) for m in metas),
+           "agent/tool_calls": statistics.fmean(float(m.get("tool_calls", 0)) for m in metas),
+           "agent/prefix_breaks": float(sum(1 for m in metas if m.get("prefix_break_steps")))}
+    scores = [float(m["env_score"]) for m in metas if m.get("env_score") is not None]
+    if scores:
+        out["agent/env_score"] = statistics.fmean(scores)
+    for reason, k in Counter(str(m.get("finish", "unknown")) for m in metas).items():
+        out[f"agent/finish/{reason}"] = k / n
+    return out
