@@ -190,7 +190,11 @@ def test_files_copy_dirs_and_file_io(tmp_path):
         with pytest.raises(ValueError):
             box.write_file("relative.txt", "x")
     with pytest.raises(ValueError):
-        Sandbox(files={"/work/x": "no"})
+        Sandbox(files={"/proc/x": "no"})
+    with Sandbox(files={"/work/x": "episode"}) as box:  # the episode's own /work, not the host's
+        assert box.run("cat /work/x; mkdir /data && touch /data/f").output == "episode"
+        assert box.run("ls /data").output == "f\n"  # top-level dirs persist between commands
+    assert not Path("/work/x").exists() and not Path("/data/f").exists()
 
 
 def test_concurrent_runs_are_independent(box):

@@ -7,7 +7,8 @@ temp dir), removed by :meth:`Sandbox.close`::
                                                 var, and bin/lib/... where they are not symlinks):
                                                 the host's dir read-only underneath, writes land
                                                 in upper/<d>
-    <episode>/fresh/{root,tmp,workspace,home}   fresh empty writable dirs
+    <episode>/rootfs                            the sandbox's / : fresh writable /root, /tmp,
+                                                /workspace, /home; anything made at the top level
 
 How it is isolated (bubblewrap 0.8, the Debian 12 package, has no ``--overlay``; so we mount the
 overlays ourselves, as root, in a private mount namespace that only the episode sees):

@@ -1,0 +1,1 @@
+"""terminal-rl: AgentBench OS shell tasks in the bubblewrap sandbox (env, tasks, checks)."""
