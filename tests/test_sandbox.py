@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -262,3 +264,20 @@ def test_background_jobs_outlive_their_command_and_die_with_the_episode():
         pids = box.cgroup.pids() if box.cgroup else []
     if pids:
         assert all(not Path(f"/proc/{pid}").exists() for pid in pids)
+
+
+def test_a_crashed_owner_leaks_no_process_and_its_leftovers_are_swept():
+    code = ("import os\nfrom openclaw_rl.agentic.sandbox import Sandbox\nb = Sandbox()\n"
+            "b.run('nohup sleep 4242 >/dev/null 2>&1 &')\n"
+            "print(b.root, b.cgroup.path if b.cgroup else '', flush=True)\nos.kill(os.getpid(), 9)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       cwd=Path(__file__).resolve().parents[1])
+    root, _, group = r.stdout.strip().partition(" ")
+    assert root and Path(root).exists()  # SIGKILL leaves no time to clean up ...
+    deadline = time.monotonic() + 10  # ... but the episode's pid 1 exits on EOF and takes all with it
+    while "sleep 4242" in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    with Sandbox():  # the next sandbox sweeps what the dead owner left
+        assert not Path(root).exists()
+        assert not group or not Path(group).exists()

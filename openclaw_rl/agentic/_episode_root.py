@@ -21,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from openclaw_rl.agentic._cgroup import owner_dead
 from openclaw_rl.agentic._output import HeadTail, pump
 
 SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "opt", "var")
@@ -86,7 +87,10 @@ class EpisodeRoot:
 
     def __init__(self, workdir: str):
         base = os.environ.get("OPENCLAW_RL_SANDBOX_DIR") or tempfile.gettempdir()
-        self.root = Path(tempfile.mkdtemp(prefix="openclaw-sandbox-", dir=base))
+        for stale in Path(base).glob("openclaw-sandbox-*"):  # episodes of a crashed process
+            if owner_dead(stale.name):
+                rmtree(stale)
+        self.root = Path(tempfile.mkdtemp(prefix=f"openclaw-sandbox-{os.getpid()}-", dir=base))
         self.holder: subprocess.Popen | None = None
         self.overlays: list[str] = []
         self.symlinks: list[tuple[str, str]] = []
