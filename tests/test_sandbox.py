@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -190,7 +192,11 @@ def test_files_copy_dirs_and_file_io(tmp_path):
         with pytest.raises(ValueError):
             box.write_file("relative.txt", "x")
     with pytest.raises(ValueError):
-        Sandbox(files={"/work/x": "no"})
+        Sandbox(files={"/proc/x": "no"})
+    with Sandbox(files={"/work/x": "episode"}) as box:  # the episode's own /work, not the host's
+        assert box.run("cat /work/x; mkdir /data && touch /data/f").output == "episode"
+        assert box.run("ls /data").output == "f\n"  # top-level dirs persist between commands
+    assert not Path("/work/x").exists() and not Path("/data/f").exists()
 
 
 def test_concurrent_runs_are_independent(box):
@@ -258,3 +264,20 @@ def test_background_jobs_outlive_their_command_and_die_with_the_episode():
         pids = box.cgroup.pids() if box.cgroup else []
     if pids:
         assert all(not Path(f"/proc/{pid}").exists() for pid in pids)
+
+
+def test_a_crashed_owner_leaks_no_process_and_its_leftovers_are_swept():
+    code = ("import os\nfrom openclaw_rl.agentic.sandbox import Sandbox\nb = Sandbox()\n"
+            "b.run('nohup sleep 4242 >/dev/null 2>&1 &')\n"
+            "print(b.root, b.cgroup.path if b.cgroup else '', flush=True)\nos.kill(os.getpid(), 9)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       cwd=Path(__file__).resolve().parents[1])
+    root, _, group = r.stdout.strip().partition(" ")
+    assert root and Path(root).exists()  # SIGKILL leaves no time to clean up ...
+    deadline = time.monotonic() + 10  # ... but the episode's pid 1 exits on EOF and takes all with it
+    while "sleep 4242" in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    with Sandbox():  # the next sandbox sweeps what the dead owner left
+        assert not Path(root).exists()
+        assert not group or not Path(group).exists()

@@ -33,6 +33,20 @@ def _mounts() -> list[tuple[str, str, set[str]]]:
     return out
 
 
+def owner_dead(name: str) -> bool:
+    """Whether ``openclaw-sandbox-<pid>-...`` names a pid that no longer runs (a crashed owner)."""
+    parts = name.split("-")
+    if len(parts) < 4 or not parts[2].isdigit():
+        return False
+    try:
+        os.kill(int(parts[2]), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
 def _own_group(controller: str | None) -> str | None:
     """Our cgroup path for ``controller`` (v1) or the unified path (``None``), from /proc/self/cgroup."""
     try:
@@ -96,6 +110,9 @@ class PidsCgroup:
 
     @classmethod
     def _make(cls, group: Path, max_pids: int, version: int) -> "PidsCgroup | None":
+        for stale in group.parent.glob("openclaw-sandbox-*"):  # left by a process that crashed
+            if owner_dead(stale.name):
+                cls(stale, version).remove()
         try:
             group.mkdir()
         except OSError:

@@ -1,8 +1,9 @@
 """The episode's copy-on-write root: host dirs, overlay mounts in a private namespace, bwrap binds.
 
 See :mod:`openclaw_rl.agentic.sandbox` for the whole design. This module owns the files:
-``<root>/upper|work|merged/<d>`` per overlaid host system dir ``<d>`` and ``<root>/fresh/<d>``
-per fresh writable dir, plus the *holder* process whose private mount namespace carries the
+``<root>/upper|work|merged/<d>`` per overlaid host system dir ``<d>``, and ``<root>/rootfs``, the
+sandbox's ``/`` (fresh writable /root, /tmp, /home, /workspace and whatever else is made at the
+top level, e.g. AgentBench's ``/testfile``, persist there between commands), plus the *holder* process whose private mount namespace carries the
 overlay mounts (they vanish with it; the host's mount table never changes) and whose pid
 namespace holds every process of the episode (its bash is pid 1: when it exits on close, the
 kernel kills whatever is left).
@@ -20,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from openclaw_rl.agentic._cgroup import owner_dead
 from openclaw_rl.agentic._output import HeadTail, pump
 
 SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "opt", "var")
@@ -85,7 +87,10 @@ class EpisodeRoot:
 
     def __init__(self, workdir: str):
         base = os.environ.get("OPENCLAW_RL_SANDBOX_DIR") or tempfile.gettempdir()
-        self.root = Path(tempfile.mkdtemp(prefix="openclaw-sandbox-", dir=base))
+        for stale in Path(base).glob("openclaw-sandbox-*"):  # episodes of a crashed process
+            if owner_dead(stale.name):
+                rmtree(stale)
+        self.root = Path(tempfile.mkdtemp(prefix=f"openclaw-sandbox-{os.getpid()}-", dir=base))
         self.holder: subprocess.Popen | None = None
         self.overlays: list[str] = []
         self.symlinks: list[tuple[str, str]] = []
@@ -101,12 +106,17 @@ class EpisodeRoot:
         self.fresh = list(FRESH_DIRS)
         if top and top not in self.fresh and top not in self.overlays:
             self.fresh.append(top)
+        self.rootfs = self.root / "rootfs"
         for name in self.fresh:
-            (self.root / "fresh" / name).mkdir(parents=True)
+            (self.rootfs / name).mkdir(parents=True)
         if top and top not in self.overlays:
-            (self.root / "fresh" / workdir.lstrip("/")).mkdir(parents=True, exist_ok=True)
-        (self.root / "fresh" / "tmp").chmod(0o1777)
-        (self.root / "fresh" / "root").chmod(0o700)
+            (self.rootfs / workdir.lstrip("/")).mkdir(parents=True, exist_ok=True)
+        for name in [*self.overlays, "proc", "dev"]:  # mount points
+            (self.rootfs / name).mkdir(exist_ok=True)
+        for target, link in self.symlinks:  # /bin -> usr/bin, made once (bwrap --symlink would
+            os.symlink(target, self.rootfs / link.lstrip("/"))  # refuse the second time)
+        (self.rootfs / "tmp").chmod(0o1777)
+        (self.rootfs / "root").chmod(0o700)
 
     def host_path(self, path: str) -> Path:
         """Host location of sandbox ``path`` (valid for writes before the holder starts only).
@@ -118,10 +128,9 @@ class EpisodeRoot:
         top = rel.split("/")[0]
         if top in self.overlays:
             return self.root / "upper" / rel
-        if top in self.fresh:
-            return self.root / "fresh" / rel
-        raise ValueError(f"{path!r} is outside the sandbox's writable dirs "
-                         f"({', '.join('/' + d for d in self.overlays + self.fresh)})")
+        if not rel or top in ("proc", "dev") or any(top == link.strip("/") for _, link in self.symlinks):
+            raise ValueError(f"cannot write {path!r} into the sandbox before start")
+        return self.rootfs / rel
 
     def write(self, path: str, content: str | bytes) -> None:
         """Write a file into the episode before start-up (parents made)."""
@@ -171,7 +180,7 @@ class EpisodeRoot:
 
     def bwrap_binds(self) -> list[str]:
         """bwrap arguments that build the sandbox's file system from this root."""
-        out = ["--proc", "/proc", "--dev", "/dev"]
+        out = ["--bind", str(self.rootfs), "/", "--proc", "/proc", "--dev", "/dev"]
         for name in PROC_READ_ONLY:
             if os.path.exists(f"/proc/{name}"):
                 out += ["--ro-bind", f"/proc/{name}", f"/proc/{name}"]
@@ -183,10 +192,6 @@ class EpisodeRoot:
                 out += ["--ro-bind", "/dev/null", f"/proc/{name}"]
         for name in self.overlays:
             out += ["--bind", str(self.root / "merged" / name), "/" + name]
-        for target, link in self.symlinks:
-            out += ["--symlink", target, link]
-        for name in self.fresh:
-            out += ["--bind", str(self.root / "fresh" / name), "/" + name]
         return out
 
     def remove(self) -> None:

@@ -6,14 +6,15 @@ family          env_type      data (generated once into ``$OPENCLAW_RL_CACHE/dat
 ``math-tool``   ``math_tool`` GSM-Symbolic training instances of the training templates;
                               held out: the original GSM8K problems of the held-out templates
                               (:mod:`openclaw_rl.envs.math_tool.data`)
-``terminal``    ``terminal``  AgentBench OS tasks converted to task folders; a fixed
-                              train / held-out split (:mod:`openclaw_rl.envs.terminal.convert`)
+``terminal``    ``terminal``  AgentBench OS tasks converted to task folders (its own cache,
+                              :mod:`openclaw_rl.envs.terminal.data`); train: AgentBench's test
+                              tasks, held out: its dev tasks
 ==============  ============  ====================================================================
 
-Each folder holds ``train.jsonl`` and ``eval.jsonl`` (``{"prompt", "label", "metadata"}``, with
-``metadata.env_type`` and ``metadata.task_key``) and a ``.complete`` marker naming the data
-version; a folder from another version is rebuilt. Build and lookup are file-locked, so parallel
-jobs and tests share one copy.
+A family built here writes ``train.jsonl`` and ``eval.jsonl`` (``{"prompt", "label",
+"metadata"}``, with ``metadata.env_type`` and ``metadata.task_key``) and a ``.complete`` marker
+into a folder named by its data version; build and lookup are file-locked, so parallel jobs and
+tests share one copy. A family with its own cache names its lookup function instead.
 
 CLI (the launch scripts use it): ``python -m openclaw_rl.agentic.families train|eval FAMILY``
 prints the path of that split, building it first when needed; a bad name is a one-line error.
@@ -44,6 +45,8 @@ class Family:
             reads its own config).
         default_max_turns: the turn limit when that variable is unset.
         system_prompt: ``module:NAME`` of the family's system message, or None.
+        dataset_fn: ``module:function(split) -> Path`` when the family keeps its own data cache
+            (then ``builder`` is unused), with ``eval_split`` the name of its held-out split.
     """
 
     name: str
@@ -53,6 +56,8 @@ class Family:
     max_turns_env: str | None
     default_max_turns: int
     system_prompt: str | None = None
+    dataset_fn: str | None = None
+    eval_split: str = "eval"
 
     def _attr(self, spec: str):
         module, _, name = spec.partition(":")
@@ -86,8 +91,8 @@ class Family:
 FAMILIES: dict[str, Family] = {
     "math-tool": Family("math-tool", "math_tool", "openclaw_rl.envs.math_tool.data:build_default", "1",
                         None, 16),
-    "terminal": Family("terminal", "terminal", "openclaw_rl.envs.terminal.convert:build_default", "1",
-                       "MAX_STEPS", 20, "openclaw_rl.envs.terminal.prompt:SYSTEM_PROMPT"),
+    "terminal": Family("terminal", "terminal", "", "1", "MAX_STEPS", 20,
+                       dataset_fn="openclaw_rl.envs.terminal.data:dataset_path", eval_split="heldout"),
 }
 _ALIASES = {"math_tool": "math-tool", "toolcall": "math-tool"}
 
@@ -115,6 +120,8 @@ def dataset_path(name: str, split: str) -> Path:
     if split not in ("train", "eval"):
         raise ValueError(f"split must be train or eval, got {split!r}")
     fam = family(name)
+    if fam.dataset_fn:
+        return Path(fam._attr(fam.dataset_fn)(split if split == "train" else fam.eval_split))
     root = cache_dir().parent / "data"
     root.mkdir(parents=True, exist_ok=True)
     target = root / f"{fam.env_type}-v{fam.version}"

@@ -7,7 +7,8 @@ temp dir), removed by :meth:`Sandbox.close`::
                                                 var, and bin/lib/... where they are not symlinks):
                                                 the host's dir read-only underneath, writes land
                                                 in upper/<d>
-    <episode>/fresh/{root,tmp,workspace,home}   fresh empty writable dirs
+    <episode>/rootfs                            the sandbox's / : fresh writable /root, /tmp,
+                                                /workspace, /home; anything made at the top level
 
 How it is isolated (bubblewrap 0.8, the Debian 12 package, has no ``--overlay``; so we mount the
 overlays ourselves, as root, in a private mount namespace that only the episode sees):
@@ -21,11 +22,11 @@ overlays ourselves, as root, in a private mount namespace that only the episode 
   seen by the next, as in a container; a command returns when its own process exits (output
   still arriving within 50 ms is kept), its background jobs live on until close;
 * it runs under ``bwrap`` with new net (no network: only its own loopback), ipc, uts and cgroup
-  namespaces, a fresh /proc and
-  minimal /dev (/proc/sys, /proc/sysrq-trigger and the other host-wide /proc parts read-only or
-  masked, as Docker does), ``--die-with-parent``, ``--new-session``, a cleared environment, and only the
-  overlays plus the fresh dirs bound in: the project checkout (/work), the host's /tmp and every
-  other episode are simply not there;
+  namespaces, a fresh /proc and minimal /dev (/proc/sys, /proc/sysrq-trigger and the other
+  host-wide /proc parts read-only or masked, as Docker does), ``--die-with-parent``,
+  ``--new-session``, a cleared environment, the episode's ``rootfs`` as / and the overlays on
+  top: the project checkout (/work), the host's /tmp and every other episode are simply not
+  there;
 * capabilities are dropped to Docker's default set minus ``MKNOD``/``NET_RAW``/``SETFCAP``/
   ``SYS_CHROOT`` (root inside can still chown, su and edit the overlaid /etc, as AgentBench's
   containers expect), and bwrap sets ``no_new_privs``;
@@ -36,7 +37,9 @@ overlays ourselves, as root, in a private mount namespace that only the episode 
   SIGKILLs the launcher's process group and every task of that sub-cgroup (SIGSTOP first, so a
   fork bomb cannot outrun it); without cgroups, ``--die-with-parent`` kills the command's shell.
 
-Requires root (mounting overlayfs), ``bwrap``, and util-linux ``unshare``/``nsenter``.
+Requires root (mounting overlayfs), ``bwrap``, and util-linux ``unshare``/``nsenter``; without
+them :func:`sandbox_available` says why. If the owning process is killed, its episodes' processes
+die with their pid 1 (stdin EOF); the next ``Sandbox`` removes the dirs and cgroups left behind.
 """
 
 from __future__ import annotations
