@@ -36,3 +36,15 @@ def test_math_tool_eval_runs_held_out_episodes(tiny_server, tmp_path):
 
 def test_agent_tasks_are_named_but_not_default():
     assert {"math-tool", "terminal"} <= set(TASK_NAMES) and not {"math-tool", "terminal"} & set(DEFAULT_TASKS)
+
+
+def test_terminal_eval_scores_held_out_tasks_with_their_checks(tiny_server, tmp_path):
+    args = [sys.executable, "-m", "openclaw_rl.cli", "eval", "--server-url", tiny_server.base_url, "--api-key",
+            "sk-test", "--out", str(tmp_path), "--no-progress", "--eval-tasks", "terminal", "--limit", "2",
+            "--max-tokens", "16"]
+    r = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    [items] = list((tmp_path / "items").glob("*/terminal.jsonl"))
+    rows = [json.loads(x) for x in items.read_text().splitlines()]
+    assert len(rows) == 2 and all(row["id"].startswith("agentbench-os-dev-") for row in rows)
+    assert all(row["detail"]["env_score"] in (-1.0, 1.0) for row in rows)  # the task checks' 2*acc - 1

@@ -12,6 +12,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import httpx
 import pytest
 
 from openclaw_rl.agentic.sandbox import sandbox_available
@@ -64,3 +65,14 @@ def test_toolcall_prm_variant_trains_step_wise_with_dynamic_history(ray_head, tm
                 PRM_M="2", EXTRA_ARGS="--dynamic-history")
     last = rows[-1]
     assert last["step_wise/steps"] >= 4 and "step_wise/buckets" in last  # one step-sample per step at least
+
+
+def test_terminal_script_one_step_on_a_pool_worker_behind_the_router(ray_head, tmp_path):
+    from tests.test_pool_server import serve
+
+    with serve(tmp_path, "openclaw_rl.agentic.pool_server", "--max-envs", "4", "--env-type", "terminal") as (url, _):
+        _run("terminal-rl/run_terminal_rl.sh", ray_head, tmp_path, ENV_TYPE="terminal", MAX_STEPS="2",
+             WORKER_URLS=url, ROUTER_PORT=str(free_port()))
+        status = httpx.get(f"{url}/status", timeout=10).json()
+    # every episode leased a sandboxed environment on the worker, through the router, and gave it back
+    assert status["allocated"] == 4 and status["in_use"] == 0 and status["closed"] == 4
