@@ -222,7 +222,11 @@ def test_persistent_shell_keeps_state_and_drives_interactive_programs(box):
     assert "sandbox" in sh.send("exit()")
     out = sh.send("sleep 100; echo never", timeout=1)
     assert "never" not in out
-    assert "sandbox" in sh.send("\x03")  # Ctrl-C stops the sleep, the prompt returns
+    for _ in range(100):  # the Ctrl-C must find the sleep running (a loaded machine forks slowly)
+        if box.run("grep -lx sleep /proc/[0-9]*/comm").returncode == 0:
+            break
+        time.sleep(0.1)
+    assert "sandbox" in sh.send("\x03", timeout=15)  # Ctrl-C stops the sleep, the prompt returns
     assert sh.send("read -p 'name? ' n; echo got $n") == "name? "
     assert sh.send("bob").startswith("got bob")
     sh.close()
@@ -281,3 +285,22 @@ def test_a_crashed_owner_leaks_no_process_and_its_leftovers_are_swept():
     with Sandbox():  # the next sandbox sweeps what the dead owner left
         assert not Path(root).exists()
         assert not group or not Path(group).exists()
+
+
+def test_ctrl_c_works_even_when_the_host_process_ignores_sigint():
+    """A server started as ``nohup ... &`` inherits SIGINT ignored; the sandbox's processes must not."""
+    import signal
+
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with Sandbox() as box:
+            sh = box.shell()
+            sh.send("sleep 100; echo never", timeout=1)
+            for _ in range(100):
+                if box.run("grep -lx sleep /proc/[0-9]*/comm").returncode == 0:
+                    break
+                time.sleep(0.1)
+            out = sh.send("\x03", timeout=15)
+            assert "sandbox" in out and "never" not in out
+    finally:
+        signal.signal(signal.SIGINT, old)

@@ -15,6 +15,7 @@ import os
 import posixpath
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -49,6 +50,17 @@ while os.read(0, 4096):
     pass
 """
 HOST_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+#: signals an episode's processes must see with their default action, whatever the host process
+#: had: a server started in the background of a non-interactive shell (``nohup ... &``) inherits
+#: SIGINT and SIGQUIT ignored, and an ignored signal stays ignored across exec, so Ctrl-C in the
+#: episode's interactive shell would do nothing
+DEFAULT_SIGNALS = (signal.SIGINT, signal.SIGQUIT)
+
+
+def default_signals() -> None:
+    """``preexec_fn`` of every process the sandbox starts: :data:`DEFAULT_SIGNALS` to SIG_DFL."""
+    for sig in DEFAULT_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
 
 
 def norm(path: str) -> str:
@@ -162,7 +174,7 @@ class EpisodeRoot:
             ["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child", "--mount-proc",
              "/bin/bash", "-c", "\n".join(lines)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True, env=HOST_ENV)
+            start_new_session=True, env=HOST_ENV, preexec_fn=default_signals)
         sink = HeadTail(4096)
         pump(self.holder.stdout.fileno(), sink, time.monotonic() + timeout,
              stop=lambda seen: b"ready\n" in seen)

@@ -59,7 +59,7 @@ from pathlib import Path
 
 from openclaw_rl.agentic._cgroup import PidsCgroup
 from openclaw_rl.agentic._episode_root import HOST_ENV as _HOST_ENV
-from openclaw_rl.agentic._episode_root import EpisodeRoot
+from openclaw_rl.agentic._episode_root import EpisodeRoot, default_signals
 from openclaw_rl.agentic._episode_root import norm as _norm
 from openclaw_rl.agentic._output import HeadTail, pump
 from openclaw_rl.agentic.sandbox_shell import ShellSession
@@ -213,7 +213,7 @@ class Sandbox:
             if self._closed:
                 raise SandboxError("the sandbox is closed")
             group = {"start_new_session": True} if own_session else {"process_group": 0}
-            proc = subprocess.Popen(argv, env=_HOST_ENV, **group, **popen)
+            proc = subprocess.Popen(argv, env=_HOST_ENV, preexec_fn=default_signals, **group, **popen)
             self._procs.add(proc)
         return proc
 
