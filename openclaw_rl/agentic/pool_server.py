@@ -261,6 +261,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retry-after", type=_positive(float), default=1.0,
                    help="seconds suggested in Retry-After when the pool is full (default 1)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--insecure-no-auth", action="store_true",
+                   help="allow a non-loopback --host without --api-key (anyone reaching the port can run code)")
     return p
 
 
@@ -269,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
     import socket
 
     import uvicorn
+
+    from openclaw_rl.server.config import is_loopback
 
     from openclaw_rl.agentic.environment import EnvRegistryError, get_factory, load_factory, register_env
 
@@ -285,6 +289,9 @@ def main(argv: list[str] | None = None) -> int:
             get_factory(args.env_type)
         except EnvRegistryError as exc:
             parser.error(f"--env-type {args.env_type}: {exc}")
+    if not is_loopback(args.host) and not args.api_key and not args.insecure_no_auth:
+        parser.error(f"--host {args.host} is reachable from other machines: give --api-key KEY (or POOL_API_KEY), "
+                     "or --insecure-no-auth to serve without authentication")
     with socket.socket() as probe:
         try:
             probe.bind((args.host, args.port))

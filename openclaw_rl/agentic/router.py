@@ -220,6 +220,8 @@ def build_parser() -> OneLineParser:
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per forwarded call (default 600)")
     p.add_argument("--retry-after", type=float, default=1.0, help="Retry-After seconds when all are full")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--insecure-no-auth", action="store_true",
+                   help="allow a non-loopback --host without --api-key (anyone reaching the port can run code)")
     return p
 
 
@@ -229,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import uvicorn
 
+    from openclaw_rl.server.config import is_loopback
+
     parser = build_parser()
     args = parser.parse_args(argv)
     urls = [u.strip() for u in args.worker_urls.split(",") if u.strip()]
@@ -237,6 +241,9 @@ def main(argv: list[str] | None = None) -> int:
     bad = [u for u in urls if not u.startswith(("http://", "https://"))]
     if bad:
         parser.error(f"worker URL {bad[0]!r} must start with http:// or https://")
+    if not is_loopback(args.host) and not args.api_key and not args.insecure_no_auth:
+        parser.error(f"--host {args.host} is reachable from other machines: give --api-key KEY (or POOL_API_KEY), "
+                     "or --insecure-no-auth to serve without authentication")
     with socket.socket() as probe:
         try:
             probe.bind((args.host, args.port))

@@ -34,7 +34,8 @@ def build_server(config: "ServerConfig"):
     service = ChatService(engine, tokenizer, config.model_name, recorder,
                           default_max_tokens=config.default_max_tokens,
                           default_temperature=config.default_temperature)
-    app = create_app(service, api_key=config.api_key, recorder=recorder, engine_close=engine.aclose)
+    app = create_app(service, api_key=config.api_key, recorder=recorder, engine_close=engine.aclose,
+                     max_request_bytes=config.max_request_bytes)
     return app, engine, store
 
 

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from openclaw_rl.server.chat import ChatEvent, ChatService
 from openclaw_rl.server.errors import APIError, error_body, install_error_handlers, validation_message
+from openclaw_rl.server.limits import DEFAULT_MAX_REQUEST_BYTES, BodyLimitMiddleware
 from openclaw_rl.server.protocol import ChatCompletionRequest
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,8 @@ def parse_chat_request(raw: bytes) -> ChatCompletionRequest:
         raise APIError(400, message, param=param, code="invalid_value") from exc
 
 
-def create_app(service: ChatService, api_key: str | None = None, recorder=None, engine_close=None) -> FastAPI:
+def create_app(service: ChatService, api_key: str | None = None, recorder=None, engine_close=None,
+               max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> FastAPI:
     """Build the app around a :class:`ChatService`.
 
     Args:
@@ -61,6 +63,8 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
         api_key: when set, ``/v1/*`` requires ``Authorization: Bearer <api_key>`` (401 otherwise).
         recorder: capture recorder; its idle-session sweeper runs while the app runs.
         engine_close: coroutine function called on shutdown.
+        max_request_bytes: larger request bodies get 413 before they are read
+            (:class:`openclaw_rl.server.limits.BodyLimitMiddleware`).
     """
 
     @asynccontextmanager
@@ -74,6 +78,7 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
 
     app = FastAPI(title="OpenClaw-RL intercept server", lifespan=lifespan)
     install_error_handlers(app)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=max_request_bytes)
 
     @app.middleware("http")
     async def never_reraise(request: Request, call_next):
@@ -142,7 +147,8 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
 
     @app.post("/v1/chat/completions", dependencies=[Depends(check_key)])
     async def chat_completions(request: Request):
-        req = parse_chat_request(await request.body())
+        # a large body's JSON parse and validation run off the event loop too
+        req = await asyncio.to_thread(parse_chat_request, await request.body())
         headers = {k.lower(): v for k, v in request.headers.items()}
         cid = f"chatcmpl-{uuid.uuid4().hex}"
         created = int(time.time())

@@ -11,7 +11,9 @@ decoding (:mod:`openclaw_rl.server.tool_choice`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 import time
 from dataclasses import dataclass
 from typing import AsyncIterator, Mapping
@@ -21,6 +23,7 @@ from openclaw_rl.capture.store import TurnRecord
 from openclaw_rl.engine import Engine, GenerationOutput, PromptTooLongError, SamplingParams
 from openclaw_rl.server.continuation import ContinuationBuilder
 from openclaw_rl.server.errors import APIError
+from openclaw_rl.server.limits import check_prompt_bound, max_token_chars
 from openclaw_rl.server.prompt import render_text, request_tools, template_messages, tokenize
 from openclaw_rl.server.protocol import ChatCompletionRequest
 from openclaw_rl.server.reply import ChatEvent, ReplyAssembler
@@ -60,6 +63,8 @@ class ChatService:
         self._stop_ids = set(engine.eos_token_ids)
         self.token_bytes = TokenBytes(tokenizer)
         self.continuation = ContinuationBuilder(tokenizer, self._stop_ids)
+        self._max_token_chars = max_token_chars(tokenizer)
+        self._render_lock = threading.Lock()
 
     def render(self, req: ChatCompletionRequest) -> tuple[list[dict], list[dict] | None, str, list[int]]:
         """Return ``(messages, tools, prompt_text, prompt_ids)`` of the whole conversation.
@@ -73,8 +78,16 @@ class ChatService:
         text = render_text(self.tokenizer, messages, tools)
         return messages, tools, text, tokenize(self.tokenizer, text)
 
+    def _render_checked(self, req: ChatCompletionRequest):
+        """:meth:`render` after the cheap length bound (:mod:`openclaw_rl.server.limits`); runs in
+        a worker thread, one at a time (the tokenizer is shared)."""
+        check_prompt_bound(template_messages(req), self._max_token_chars, self.engine.max_context)
+        with self._render_lock:
+            return self.render(req)
+
     async def _prepare(self, req: ChatCompletionRequest, headers: Mapping[str, str]):
-        messages, tools, text, ids = self.render(req)
+        # rendering and tokenizing a long conversation takes a while: never on the event loop
+        messages, tools, text, ids = await asyncio.to_thread(self._render_checked, req)
         prompt = _Prompt(messages, tools, text, ids)
         attr = cont = None
         if self.recorder is not None:

@@ -2,6 +2,10 @@
 
 Flags fall back to environment variables: ``BASE_MODEL_PATH``, ``OPENCLAW_HOST``,
 ``OPENCLAW_PORT``, ``OPENCLAW_API_KEY``.
+
+Binding to an address other than loopback without ``--api-key`` is refused (anyone who reaches
+the port could use the model and swap its weights through ``/admin``) unless
+``--insecure-no-auth`` says so on purpose.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from openclaw_rl.models import DEFAULT_MODEL
+from openclaw_rl.server.limits import DEFAULT_MAX_REQUEST_BYTES
 
 #: engines ``--backend`` offers: only those implemented in :mod:`openclaw_rl.engine`
 BACKENDS = ("transformers",)
@@ -37,6 +42,8 @@ class ServerConfig:
     default_temperature: float = 1.0
     torch_threads: int = 0
     log_level: str = "info"
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    insecure_no_auth: bool = False
 
     @property
     def model_name(self) -> str:
@@ -86,7 +93,24 @@ def build_parser() -> argparse.ArgumentParser:
                         "shared with a trainer: oversubscribed threads slow decoding several times")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
                    help="server log level")
+    p.add_argument("--max-request-bytes", type=int, default=DEFAULT_MAX_REQUEST_BYTES,
+                   help=f"larger request bodies get 413 before they are read (default {DEFAULT_MAX_REQUEST_BYTES})")
+    p.add_argument("--insecure-no-auth", action="store_true",
+                   help="allow a non-loopback --host without --api-key (anyone reaching the port can use the model "
+                        "and its /admin endpoints)")
     return p
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names only this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
+    import ipaddress
+
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def parse_server_args(argv: list[str] | None = None) -> ServerConfig:
@@ -101,4 +125,9 @@ def parse_server_args(argv: list[str] | None = None) -> ServerConfig:
         parser.error("--max-context must be at least 2 tokens")
     if ns.session_idle_timeout <= 0:
         parser.error("--session-idle-timeout must be positive")
+    if ns.max_request_bytes < 1024:
+        parser.error("--max-request-bytes must be at least 1024")
+    if not is_loopback(ns.host) and not ns.api_key and not ns.insecure_no_auth:
+        parser.error(f"--host {ns.host} is reachable from other machines: give --api-key KEY (or OPENCLAW_API_KEY), "
+                     "or --insecure-no-auth to serve without authentication")
     return ServerConfig(**vars(ns))
