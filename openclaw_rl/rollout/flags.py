@@ -42,6 +42,9 @@ class OpenClawFlags:
     port: int = flag(30000, "port of the intercept server the job starts", env="OPENCLAW_PORT", gt=0, lt=65536)
     api_key: str | None = flag(None, "API key of the intercept server (the started one or --server-url)",
                                env="OPENCLAW_API_KEY")
+    admin_api_key: str | None = flag(None, "key of the server's /admin endpoints (weight updates): given to the "
+                                     "started server, sent to --server-url", env="OPENCLAW_ADMIN_API_KEY",
+                                     default_text="none: the server takes updates only from loopback")
     served_model_name: str = flag("policy", "model name the started server reports")
     session_idle_timeout: float = flag(600.0, "seconds of silence that end a session on the started server",
                                        gt=0)

@@ -130,6 +130,7 @@ class OpenClawRolloutService:
                 "--default-max-tokens", str(cfg.rollout_max_response_len),
                 "--session-idle-timeout", str(x.session_idle_timeout),
                 "--torch-threads", str(x.server_torch_threads),
+                *(("--admin-api-key", x.admin_api_key) if x.admin_api_key else ()),
                 api_key=self.api_key, log_dir=log_dir, port=x.port)
             self.server_url = self.server.base_url.rsplit("/v1", 1)[0]
         self.text_turns.tokenize_all()  # imported turns without ids, before anything judges them
@@ -223,7 +224,8 @@ class OpenClawRolloutService:
         self.data_source.current_version = version
         if not self.server_url:
             return version  # offline training: nothing serves
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        key = self.flags.admin_api_key or self.api_key
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
         r = httpx.post(f"{self.server_url}/admin/update_weights_from_disk", headers=headers,
                        json={"model_path": str(path), "weight_version": int(version)}, timeout=600)
         if r.status_code != 200:

@@ -54,8 +54,40 @@ def parse_chat_request(raw: bytes) -> ChatCompletionRequest:
         raise APIError(400, message, param=param, code="invalid_value") from exc
 
 
+def _bearer(request: Request) -> str:
+    auth = request.headers.get("authorization", "")
+    return auth[7:].strip() if auth.lower().startswith("bearer ") else ""
+
+
+def _key_matches(token: str, key: str) -> bool:
+    return bool(token) and hmac.compare_digest(token.encode(), key.encode())
+
+
+def admin_check(token: str, client_host: str, api_key: str | None, admin_api_key: str | None) -> None:
+    """Who may call ``/admin/*`` (weight updates): with ``--admin-api-key``, whoever sends that
+    key (the plain API key is not enough); without it, only clients on this machine (loopback),
+    and with the API key when the server has one.
+
+    Raises:
+        APIError: 401 ``invalid_api_key`` (wrong or missing key), 403 ``admin_loopback_only``
+            (a remote client and no admin key configured).
+    """
+    from openclaw_rl.server.config import is_loopback
+
+    if admin_api_key:
+        if not _key_matches(token, admin_api_key):
+            raise APIError(401, "invalid or missing admin key (send 'Authorization: Bearer <admin key>')",
+                           code="invalid_api_key")
+        return
+    if not is_loopback(client_host):
+        raise APIError(403, "the /admin endpoints accept only local clients unless the server has --admin-api-key",
+                       type_="permission_error", code="admin_loopback_only")
+    if api_key and not _key_matches(token, api_key):
+        raise APIError(401, "invalid or missing API key (send 'Authorization: Bearer <key>')", code="invalid_api_key")
+
+
 def create_app(service: ChatService, api_key: str | None = None, recorder=None, engine_close=None,
-               max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> FastAPI:
+               max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, admin_api_key: str | None = None) -> FastAPI:
     """Build the app around a :class:`ChatService`.
 
     Args:
@@ -65,6 +97,7 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
         engine_close: coroutine function called on shutdown.
         max_request_bytes: larger request bodies get 413 before they are read
             (:class:`openclaw_rl.server.limits.BodyLimitMiddleware`).
+        admin_api_key: the key of ``/admin/*`` (:func:`admin_check`).
     """
 
     @asynccontextmanager
@@ -95,11 +128,13 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
     async def check_key(request: Request) -> None:
         if not api_key:
             return
-        auth = request.headers.get("authorization", "")
-        token = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
-        if not token or not hmac.compare_digest(token.encode(), api_key.encode()):
+        if not _key_matches(_bearer(request), api_key):
             raise APIError(401, "invalid or missing API key (send 'Authorization: Bearer <key>')",
                            type_="invalid_request_error", code="invalid_api_key")
+
+    async def check_admin(request: Request) -> None:
+        host = request.client.host if request.client else ""
+        admin_check(_bearer(request), host, api_key, admin_api_key)
 
     @app.get("/healthz")
     async def healthz():
@@ -121,7 +156,7 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
                            code="model_not_found")
         return model_card()
 
-    @app.post("/admin/update_weights_from_disk", dependencies=[Depends(check_key)])
+    @app.post("/admin/update_weights_from_disk", dependencies=[Depends(check_admin)])
     async def update_weights(request: Request):
         """Swap in weights from a model or LoRA adapter folder (SGLang's endpoint name).
 

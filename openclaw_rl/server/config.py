@@ -1,7 +1,7 @@
 """Command line of the intercept server (``python -m openclaw_rl.server`` / ``openclaw-rl serve``).
 
 Flags fall back to environment variables: ``BASE_MODEL_PATH``, ``OPENCLAW_HOST``,
-``OPENCLAW_PORT``, ``OPENCLAW_API_KEY``.
+``OPENCLAW_PORT``, ``OPENCLAW_API_KEY``, ``OPENCLAW_ADMIN_API_KEY``.
 
 Binding to an address other than loopback without ``--api-key`` is refused (anyone who reaches
 the port could use the model and swap its weights through ``/admin``) unless
@@ -44,6 +44,7 @@ class ServerConfig:
     log_level: str = "info"
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     insecure_no_auth: bool = False
+    admin_api_key: str | None = None
 
     @property
     def model_name(self) -> str:
@@ -78,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rl-buffer-dir", default="./rl_buffer", help="folder of the trajectory store")
     p.add_argument("--api-key", default=os.environ.get("OPENCLAW_API_KEY"),
                    help="require 'Authorization: Bearer KEY' (env OPENCLAW_API_KEY)")
+    p.add_argument("--admin-api-key", default=os.environ.get("OPENCLAW_ADMIN_API_KEY"),
+                   help="key of the /admin endpoints (weight updates; env OPENCLAW_ADMIN_API_KEY); without it they "
+                        "accept only local clients (with --api-key when set)")
     p.add_argument("--served-model-name", default=None,
                    help="model name /v1/models reports (default: the model path's last part)")
     p.add_argument("--session-idle-timeout", type=float, default=600.0,
