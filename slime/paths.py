@@ -25,11 +25,18 @@ from typing import Any
 
 from slime.flags import FlagSpec
 
-__all__ = ["CALLER_CWD_ENV", "absolute_path", "absolute_paths", "caller_cwd"]
+__all__ = ["CALLER_CWD_ENV", "absolute_path", "absolute_paths", "caller_cwd", "published_dir"]
 
 #: environment variable naming the directory relative paths are taken against
 CALLER_CWD_ENV = "SLIME_CALLER_CWD"
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:(?![\\/])")
+
+
+def published_dir(cfg: Any) -> Path:
+    """Where a run publishes the weights it serves: ``<save>/published``, else
+    ``<log-dir>/published`` (absolute). The server a run starts takes weight updates only from
+    there (``--weights-dir``)."""
+    return (Path(cfg.save) if cfg.save else Path(cfg.log_dir)).absolute() / "published"
 
 
 def caller_cwd() -> Path:

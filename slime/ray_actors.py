@@ -133,7 +133,8 @@ class TrainActor:
             loss_fn = load_loss_plugin(spec, cfg)
         self.cfg = cfg
         self.backend = TrainingBackend(cfg, loss_fn=loss_fn)
-        self.export_root = (Path(cfg.save) if cfg.save else Path(cfg.log_dir)).absolute() / "published"
+        from slime.paths import published_dir
+        self.export_root = published_dir(cfg)
         from slime.admission import AdmissionPolicy
         from slime.rollout_plugins import rollout_choice
         model_config = getattr(self.backend.model, "config", None)

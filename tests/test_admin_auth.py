@@ -46,3 +46,21 @@ def test_a_server_with_an_admin_key_takes_updates_only_with_it(tmp_path):
         assert r.status_code == 200 and r.json()["weight_version"] == 3
         health = httpx.get(server.base_url.replace("/v1", "/healthz")).json()
         assert health["weight_version"] == 3
+
+
+def test_weight_updates_load_only_from_the_weights_dir(tmp_path):
+    import shutil
+
+    src = resolve_model_path("builtin:tiny-qwen3")
+    allowed = tmp_path / "published"
+    shutil.copytree(src, allowed / "version-1")
+    (allowed / "escape").symlink_to(src)  # a link out of the folder does not count as inside
+    with running_server("builtin:tiny-qwen3", tmp_path / "buf", "--weights-dir", str(allowed)) as server:
+        url = server.base_url.replace("/v1", "") + "/admin/update_weights_from_disk"
+        auth = {"Authorization": "Bearer sk-test"}
+        for outside in (str(src), str(allowed / "escape"), str(allowed / ".." / "buf")):
+            r = httpx.post(url, headers=auth, json={"model_path": outside, "weight_version": 9}, timeout=120)
+            assert r.status_code == 403 and r.json()["error"]["code"] == "weights_path_not_allowed", outside
+        r = httpx.post(url, headers=auth, json={"model_path": str(allowed / "version-1"), "weight_version": 1},
+                       timeout=120)
+        assert r.status_code == 200 and r.json()["weight_version"] == 1

@@ -28,7 +28,7 @@ from openclaw_rl.rollout.prompt_rollout import DEFAULT_GENERATE
 from openclaw_rl.rollout.turn_judges import PRMTurnJudge, build_prm
 from slime.flags import ConfigError, option_name
 from slime.hooks import RolloutChoice
-from slime.paths import caller_cwd
+from slime.paths import caller_cwd, published_dir
 
 __all__ = ["LIVE_ROLLOUT", "PROMPT_ROLLOUT", "OpenClawRolloutService", "PRMTurnJudge", "build_turn_judge"]
 
@@ -131,6 +131,7 @@ class OpenClawRolloutService:
                 "--session-idle-timeout", str(x.session_idle_timeout),
                 "--torch-threads", str(x.server_torch_threads),
                 *(("--admin-api-key", x.admin_api_key) if x.admin_api_key else ()),
+                "--weights-dir", str(published_dir(cfg)),
                 api_key=self.api_key, log_dir=log_dir, port=x.port)
             self.server_url = self.server.base_url.rsplit("/v1", 1)[0]
         self.text_turns.tokenize_all()  # imported turns without ids, before anything judges them

@@ -35,7 +35,8 @@ def build_server(config: "ServerConfig"):
                           default_max_tokens=config.default_max_tokens,
                           default_temperature=config.default_temperature)
     app = create_app(service, api_key=config.api_key, recorder=recorder, engine_close=engine.aclose,
-                     max_request_bytes=config.max_request_bytes, admin_api_key=config.admin_api_key)
+                     max_request_bytes=config.max_request_bytes, admin_api_key=config.admin_api_key,
+                     weights_dirs=config.weights_dir)
     return app, engine, store
 
 

@@ -59,6 +59,14 @@ def _bearer(request: Request) -> str:
     return auth[7:].strip() if auth.lower().startswith("bearer ") else ""
 
 
+def _under(path: str, roots: tuple[str, ...]) -> bool:
+    """Whether ``path`` (links resolved) lies inside one of ``roots``."""
+    from pathlib import Path
+
+    real = Path(path).resolve()
+    return any(real.is_relative_to(Path(root).resolve()) for root in roots)
+
+
 def _key_matches(token: str, key: str) -> bool:
     return bool(token) and hmac.compare_digest(token.encode(), key.encode())
 
@@ -87,7 +95,8 @@ def admin_check(token: str, client_host: str, api_key: str | None, admin_api_key
 
 
 def create_app(service: ChatService, api_key: str | None = None, recorder=None, engine_close=None,
-               max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, admin_api_key: str | None = None) -> FastAPI:
+               max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, admin_api_key: str | None = None,
+               weights_dirs: tuple[str, ...] = ()) -> FastAPI:
     """Build the app around a :class:`ChatService`.
 
     Args:
@@ -98,6 +107,8 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
         max_request_bytes: larger request bodies get 413 before they are read
             (:class:`openclaw_rl.server.limits.BodyLimitMiddleware`).
         admin_api_key: the key of ``/admin/*`` (:func:`admin_check`).
+        weights_dirs: when given, weight updates load only from folders under one of these
+            (403 ``weights_path_not_allowed`` otherwise).
     """
 
     @asynccontextmanager
@@ -172,6 +183,10 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
                 raise TypeError("model_path must be a string and weight_version an integer")
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
             raise APIError(400, f"expected {{'model_path': str, 'weight_version': int}}: {exc}") from exc
+        if weights_dirs and not _under(path, weights_dirs):
+            raise APIError(403, f"model_path {path!r} is not under the server's --weights-dir "
+                           f"({', '.join(weights_dirs)})", type_="permission_error", param="model_path",
+                           code="weights_path_not_allowed")
         try:
             new_version = await asyncio.to_thread(service.engine.load_weights, path, version)
         except (ValueError, OSError) as exc:

@@ -45,6 +45,7 @@ class ServerConfig:
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     insecure_no_auth: bool = False
     admin_api_key: str | None = None
+    weights_dir: tuple[str, ...] = ()
 
     @property
     def model_name(self) -> str:
@@ -82,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--admin-api-key", default=os.environ.get("OPENCLAW_ADMIN_API_KEY"),
                    help="key of the /admin endpoints (weight updates; env OPENCLAW_ADMIN_API_KEY); without it they "
                         "accept only local clients (with --api-key when set)")
+    p.add_argument("--weights-dir", action="append", default=[],
+                   help="weight updates load only from folders under this one (repeatable; a training run gives its "
+                        "publish folder; default: any folder)")
     p.add_argument("--served-model-name", default=None,
                    help="model name /v1/models reports (default: the model path's last part)")
     p.add_argument("--session-idle-timeout", type=float, default=600.0,
@@ -134,4 +138,5 @@ def parse_server_args(argv: list[str] | None = None) -> ServerConfig:
     if not is_loopback(ns.host) and not ns.api_key and not ns.insecure_no_auth:
         parser.error(f"--host {ns.host} is reachable from other machines: give --api-key KEY (or OPENCLAW_API_KEY), "
                      "or --insecure-no-auth to serve without authentication")
+    ns.weights_dir = tuple(str(Path(d).resolve()) for d in ns.weights_dir)
     return ServerConfig(**vars(ns))
