@@ -17,6 +17,7 @@ def build_server(config: "ServerConfig"):
     from openclaw_rl.capture.turn_rules import TurnRules
     from openclaw_rl.engine import create_engine
     from openclaw_rl.models import load_tokenizer
+    from openclaw_rl.server.admission import AdmissionControl
     from openclaw_rl.server.app import create_app
     from openclaw_rl.server.chat import ChatService
 
@@ -33,7 +34,8 @@ def build_server(config: "ServerConfig"):
         recorder = Recorder(store, rules, idle_timeout=config.session_idle_timeout)
     service = ChatService(engine, tokenizer, config.model_name, recorder,
                           default_max_tokens=config.default_max_tokens,
-                          default_temperature=config.default_temperature)
+                          default_temperature=config.default_temperature,
+                          admission=AdmissionControl(config.max_running_requests, config.max_queued_requests))
     app = create_app(service, api_key=config.api_key, recorder=recorder, engine_close=engine.aclose,
                      max_request_bytes=config.max_request_bytes, admin_api_key=config.admin_api_key,
                      weights_dirs=config.weights_dir)

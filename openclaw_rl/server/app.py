@@ -1,4 +1,5 @@
-"""The FastAPI application: ``/v1/chat/completions`` (SSE streaming), ``/v1/models``, ``/healthz``.
+"""The FastAPI application: ``/v1/chat/completions`` (SSE streaming), ``/v1/models``, ``/healthz``,
+``/metrics`` (Prometheus) and ``/admin/update_weights_from_disk``.
 
 Follows the OpenAI Chat Completions API (https://platform.openai.com/docs/api-reference/chat)
 for requests, responses, stream chunks and errors.
@@ -15,7 +16,7 @@ import uuid
 from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import ValidationError
 
 from openclaw_rl.server.chat import ChatEvent, ChatService
@@ -146,6 +147,15 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
     async def check_admin(request: Request) -> None:
         host = request.client.host if request.client else ""
         admin_check(_bearer(request), host, api_key, admin_api_key)
+
+    @app.get("/metrics")
+    async def metrics():
+        """Prometheus text format: running / queued / admitted / rejected requests, the limits and
+        the served weight version (public, like /healthz)."""
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        service.admission.weight_version.set(service.engine.weight_version)
+        return Response(generate_latest(service.admission.registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/healthz")
     async def healthz():

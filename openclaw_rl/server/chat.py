@@ -21,6 +21,7 @@ from typing import AsyncIterator, Mapping
 from openclaw_rl.capture.recorder import Recorder
 from openclaw_rl.capture.store import TurnRecord
 from openclaw_rl.engine import Engine, GenerationOutput, PromptTooLongError, SamplingParams
+from openclaw_rl.server.admission import AdmissionControl
 from openclaw_rl.server.continuation import ContinuationBuilder
 from openclaw_rl.server.errors import APIError
 from openclaw_rl.server.limits import check_prompt_bound, max_token_chars
@@ -56,8 +57,10 @@ class ChatService:
     """
 
     def __init__(self, engine: Engine, tokenizer, model_name: str, recorder: Recorder | None,
-                 default_max_tokens: int = 512, default_temperature: float = 1.0):
+                 default_max_tokens: int = 512, default_temperature: float = 1.0,
+                 admission: AdmissionControl | None = None):
         self.engine, self.tokenizer, self.model_name = engine, tokenizer, model_name
+        self.admission = admission or AdmissionControl()
         self.recorder, self.default_max_tokens = recorder, default_max_tokens
         self.default_temperature = default_temperature
         self._stop_ids = set(engine.eos_token_ids)
@@ -105,12 +108,19 @@ class ChatService:
         return prompt, attr, cont
 
     async def run(self, req: ChatCompletionRequest, headers: Mapping[str, str]) -> AsyncIterator[ChatEvent]:
-        """Serve one request, yielding events as tokens are sampled.
+        """Serve one request, yielding events as tokens are sampled; it holds one of the
+        admission's running slots for its whole life (:mod:`openclaw_rl.server.admission`).
 
         Raises:
-            APIError: 400 for a prompt longer than the context window or an unrenderable
-                conversation (raised before the first event, so nothing was sent yet).
+            APIError: 429 when the server is full (running and queued); 400 for a prompt longer
+                than the context window or an unrenderable conversation (raised before the first
+                event, so nothing was sent yet).
         """
+        async with self.admission.slot():
+            async for event in self._run(req, headers):
+                yield event
+
+    async def _run(self, req: ChatCompletionRequest, headers: Mapping[str, str]) -> AsyncIterator[ChatEvent]:
         turn_type = headers.get("x-turn-type")
         if turn_type is not None and turn_type.strip().lower() not in ("main", "side"):
             raise APIError(400, f"X-Turn-Type must be 'main' or 'side', got {turn_type!r}", param="X-Turn-Type")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from openclaw_rl.models import DEFAULT_MODEL
+from openclaw_rl.server.admission import DEFAULT_MAX_QUEUED, DEFAULT_MAX_RUNNING
 from openclaw_rl.server.limits import DEFAULT_MAX_REQUEST_BYTES
 
 #: engines ``--backend`` offers: only those implemented in :mod:`openclaw_rl.engine`
@@ -46,6 +47,8 @@ class ServerConfig:
     insecure_no_auth: bool = False
     admin_api_key: str | None = None
     weights_dir: tuple[str, ...] = ()
+    max_running_requests: int = DEFAULT_MAX_RUNNING
+    max_queued_requests: int = DEFAULT_MAX_QUEUED
 
     @property
     def model_name(self) -> str:
@@ -103,6 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="server log level")
     p.add_argument("--max-request-bytes", type=int, default=DEFAULT_MAX_REQUEST_BYTES,
                    help=f"larger request bodies get 413 before they are read (default {DEFAULT_MAX_REQUEST_BYTES})")
+    p.add_argument("--max-running-requests", type=int, default=DEFAULT_MAX_RUNNING,
+                   help=f"requests generating at once (default {DEFAULT_MAX_RUNNING})")
+    p.add_argument("--max-queued-requests", type=int, default=DEFAULT_MAX_QUEUED,
+                   help=f"requests waiting for a running slot; beyond, 429 with Retry-After (default {DEFAULT_MAX_QUEUED})")
     p.add_argument("--insecure-no-auth", action="store_true",
                    help="allow a non-loopback --host without --api-key (anyone reaching the port can use the model "
                         "and its /admin endpoints)")
@@ -133,6 +140,8 @@ def parse_server_args(argv: list[str] | None = None) -> ServerConfig:
         parser.error("--max-context must be at least 2 tokens")
     if ns.session_idle_timeout <= 0:
         parser.error("--session-idle-timeout must be positive")
+    if ns.max_running_requests < 1 or ns.max_queued_requests < 0:
+        parser.error("--max-running-requests must be >= 1 and --max-queued-requests >= 0")
     if ns.max_request_bytes < 1024:
         parser.error("--max-request-bytes must be at least 1024")
     if not is_loopback(ns.host) and not ns.api_key and not ns.insecure_no_auth:

@@ -12,9 +12,10 @@ class APIError(Exception):
     """An error returned to the client with an HTTP status and OpenAI error fields."""
 
     def __init__(self, status: int, message: str, type_: str = "invalid_request_error",
-                 param: str | None = None, code: str | None = None):
+                 param: str | None = None, code: str | None = None, headers: dict[str, str] | None = None):
         super().__init__(message)
         self.status, self.message, self.type, self.param, self.code = status, message, type_, param, code
+        self.headers = headers or {}
 
 
 def error_body(message: str, type_: str = "invalid_request_error", param: str | None = None,
@@ -39,7 +40,8 @@ def validation_message(errors: list[dict]) -> tuple[str, str | None]:
 
 
 async def api_error_handler(_: Request, exc: APIError) -> JSONResponse:
-    return JSONResponse(error_body(exc.message, exc.type, exc.param, exc.code), status_code=exc.status)
+    return JSONResponse(error_body(exc.message, exc.type, exc.param, exc.code), status_code=exc.status,
+                        headers=exc.headers or None)
 
 
 async def validation_error_handler(_: Request, exc: RequestValidationError) -> JSONResponse:
