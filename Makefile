@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # make run METHOD=rl|opd|combine (Combine is the recommended default)
 METHOD ?= combine
 
-.PHONY: install run test test-fast bench clean
+.PHONY: install run test test-fast test-exhaustive bench clean
 
 install: $(STAMP)
 
@@ -38,10 +38,14 @@ run: install
 test: install
 	bash tests/openclaw_agent/install.sh >/dev/null
 	$(PY) -m tests.support.build_models
-	$(NETNS) $(PY) -m pytest -q -p no:cacheprovider --durations=15 $(PYTEST_ARGS)
+	$(NETNS) $(PY) -m pytest -q -p no:cacheprovider --durations=15 -m "not exhaustive" $(PYTEST_ARGS)
+
+# every item of the data sets checked (e.g. each AgentBench training task's known-good and wrong answers)
+test-exhaustive: install
+	$(NETNS) $(PY) -m pytest -q -p no:cacheprovider -m exhaustive $(PYTEST_ARGS)
 
 test-fast: install
-	$(NETNS) $(PY) -m pytest -q -m "not slow and not openclaw" $(PYTEST_ARGS)
+	$(NETNS) $(PY) -m pytest -q -m "not slow and not openclaw and not exhaustive" $(PYTEST_ARGS)
 
 bench: install
 	$(PY) benchmarks/serving.py

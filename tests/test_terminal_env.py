@@ -113,6 +113,7 @@ def test_dev_task_known_good_scores_1_and_wrong_scores_minus_1(key):
 
 
 @pytest.mark.slow
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("key", TRAIN)
 def test_train_task_known_good_scores_1_and_wrong_scores_minus_1(key):
     assert _score(key, play_known_good) == 1.0
