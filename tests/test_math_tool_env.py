@@ -7,6 +7,7 @@ import pytest
 from openclaw_rl.envs.math_tool.env import MathToolEnv, format_output, make_env, truncate_middle
 from openclaw_rl.envs.math_tool.prompt import CODE_INTERPRETER_SCHEMA
 from openclaw_rl.envs.math_tool.tools_config import ToolsConfig
+from openclaw_rl.server.launcher import REPO
 
 TASK = {"question": "Ann has 3 boxes of 6 pens. How many pens does she have?", "label": "18",
         "task_key": "t-1", "env_type": "math_tool"}
@@ -187,7 +188,7 @@ def test_no_network_and_no_project_checkout(env):
     env.reset()
     obs = env.exec_tool(_call("import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=3)"))
     assert "Network is unreachable" in obs or "OSError" in obs
-    obs = env.exec_tool(_call("import os\nprint(os.path.exists('/work'), os.path.exists('/work/wt-mathtool'))"))
+    obs = env.exec_tool(_call(f"import os\nprint(os.path.exists({str(REPO)!r}), os.path.exists({__file__!r}))"))
     assert obs == "<interpreter>\nFalse False\n</interpreter>"
 
 

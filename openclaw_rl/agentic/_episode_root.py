@@ -1,7 +1,7 @@
 """The episode's copy-on-write root: host dirs, overlay mounts in a private namespace, bwrap binds.
 
 See :mod:`openclaw_rl.agentic.sandbox` for the whole design. This module owns the files:
-``<root>/upper|work|merged/<d>`` per overlaid host system dir ``<d>``, and ``<root>/rootfs``, the
+``<root>/upper|ovlwork|merged/<d>`` per overlaid host system dir ``<d>``, and ``<root>/rootfs``, the
 sandbox's ``/`` (fresh writable /root, /tmp, /home, /workspace and whatever else is made at the
 top level, e.g. AgentBench's ``/testfile``, persist there between commands), plus the *holder* process whose private mount namespace carries the
 overlay mounts (they vanish with it; the host's mount table never changes) and whose pid
@@ -112,7 +112,7 @@ class EpisodeRoot:
                 self.symlinks.append((os.readlink(host), "/" + name))
             elif host.is_dir():
                 self.overlays.append(name)
-                for part in ("upper", "work", "merged"):
+                for part in ("upper", "ovlwork", "merged"):
                     (self.root / part / name).mkdir(parents=True)
         top = workdir.strip("/").split("/")[0]
         self.fresh = list(FRESH_DIRS)
@@ -163,7 +163,7 @@ class EpisodeRoot:
         lines = ["set -e"]
         for name in self.overlays:
             opts = (f"lowerdir=/{name},upperdir={self.root}/upper/{name},"
-                    f"workdir={self.root}/work/{name}")
+                    f"workdir={self.root}/ovlwork/{name}")
             lines.append(f"mount -t overlay overlay -o {shlex.quote(opts)} "
                          f"{shlex.quote(str(self.root / 'merged' / name))}")
         # the episode's pid 1 must reap the orphans it adopts (zombies count against pids.max)

@@ -1,6 +1,6 @@
 """The environment pool server: environments behind HTTP so they can live on other machines.
 
-Upstream's API (issue 13, ``/work/notes/t2-interfaces.md``), every body JSON:
+Upstream's API (docs/track2.md, "Environment pool servers"), every body JSON:
 
 - ``GET /healthz`` -> ``{"status": "ok"}`` (no key needed); ``GET /status`` -> capacity, leases in
   use, per-env-type counts, totals allocated / closed / expired.
@@ -266,13 +266,28 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Parse flags, register families, serve until SIGTERM/SIGINT; returns the exit code."""
+def check_listen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Start-up checks shared by the pool server and the router, then logging: a non-loopback
+    ``--host`` needs ``--api-key`` (or ``--insecure-no-auth``), and the address must be free.
+    Errors go through ``parser.error`` (one line, exit 2)."""
     import socket
 
-    import uvicorn
-
     from openclaw_rl.server.config import is_loopback
+
+    if not is_loopback(args.host) and not args.api_key and not args.insecure_no_auth:
+        parser.error(f"--host {args.host} is reachable from other machines: give --api-key KEY (or POOL_API_KEY), "
+                     "or --insecure-no-auth to serve without authentication")
+    with socket.socket() as probe:
+        try:
+            probe.bind((args.host, args.port))
+        except OSError as exc:
+            parser.error(f"cannot listen on {args.host}:{args.port}: {exc}")
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse flags, register families, serve until SIGTERM/SIGINT; returns the exit code."""
+    import uvicorn
 
     from openclaw_rl.agentic.environment import EnvRegistryError, get_factory, load_factory, register_env
 
@@ -289,15 +304,7 @@ def main(argv: list[str] | None = None) -> int:
             get_factory(args.env_type)
         except EnvRegistryError as exc:
             parser.error(f"--env-type {args.env_type}: {exc}")
-    if not is_loopback(args.host) and not args.api_key and not args.insecure_no_auth:
-        parser.error(f"--host {args.host} is reachable from other machines: give --api-key KEY (or POOL_API_KEY), "
-                     "or --insecure-no-auth to serve without authentication")
-    with socket.socket() as probe:
-        try:
-            probe.bind((args.host, args.port))
-        except OSError as exc:
-            parser.error(f"cannot listen on {args.host}:{args.port}: {exc}")
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    check_listen(parser, args)
     pool = LeasePool(args.max_envs, args.lease_ttl, args.env_type, retry_after=args.retry_after)
     log.info("environment pool on http://%s:%d: %d envs, lease ttl %.0f s", args.host, args.port,
              args.max_envs, args.lease_ttl)

@@ -31,8 +31,8 @@ from fastapi.responses import JSONResponse
 
 from openclaw_rl.agentic.lease_pool import PoolError
 from openclaw_rl.agentic.pool_client import http_clients
-from openclaw_rl.agentic.pool_server import (AllocateRequest, ExecToolRequest, LeaseRequest, OneLineParser,
-                                             bearer_check, install_pool_error_handlers, port_number)
+from openclaw_rl.agentic.pool_server import (AllocateRequest, EvaluateRequest, ExecToolRequest, LeaseRequest,
+                                             OneLineParser, bearer_check, install_pool_error_handlers, port_number)
 
 log = logging.getLogger(__name__)
 
@@ -182,25 +182,17 @@ def create_router_app(router: Router, api_key: str | None = None) -> FastAPI:
     async def allocate(body: AllocateRequest):
         return await router.allocate(body)
 
-    @app.post("/heartbeat", dependencies=auth)
-    async def heartbeat(body: LeaseRequest):
-        return await router.forward("heartbeat", body.lease_id, body.model_dump())
+    def forwarder(path: str, model: type):
+        async def forward(body):
+            return await router.forward(path, body.lease_id, body.model_dump())
 
-    @app.post("/reset", dependencies=auth)
-    async def reset(body: LeaseRequest):
-        return await router.forward("reset", body.lease_id, body.model_dump())
+        forward.__name__, forward.__annotations__ = path, {"body": model}  # the body model FastAPI validates
+        return forward
 
-    @app.post("/exec_tool", dependencies=auth)
-    async def exec_tool(body: ExecToolRequest):
-        return await router.forward("exec_tool", body.lease_id, body.model_dump())
-
-    @app.post("/evaluate", dependencies=auth)
-    async def evaluate(body: LeaseRequest):
-        return await router.forward("evaluate", body.lease_id, body.model_dump())
-
-    @app.post("/close", dependencies=auth)
-    async def close(body: LeaseRequest):
-        return await router.forward("close", body.lease_id, body.model_dump())
+    # the lease calls go to the lease's worker with their whole body (the worker validates it too)
+    for path, model in (("heartbeat", LeaseRequest), ("reset", LeaseRequest), ("exec_tool", ExecToolRequest),
+                        ("evaluate", EvaluateRequest), ("close", LeaseRequest)):
+        app.post(f"/{path}", dependencies=auth)(forwarder(path, model))
 
     return app
 
@@ -227,11 +219,9 @@ def build_parser() -> OneLineParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse flags and serve the router until SIGTERM/SIGINT; returns the exit code."""
-    import socket
-
     import uvicorn
 
-    from openclaw_rl.server.config import is_loopback
+    from openclaw_rl.agentic.pool_server import check_listen
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -241,15 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     bad = [u for u in urls if not u.startswith(("http://", "https://"))]
     if bad:
         parser.error(f"worker URL {bad[0]!r} must start with http:// or https://")
-    if not is_loopback(args.host) and not args.api_key and not args.insecure_no_auth:
-        parser.error(f"--host {args.host} is reachable from other machines: give --api-key KEY (or POOL_API_KEY), "
-                     "or --insecure-no-auth to serve without authentication")
-    with socket.socket() as probe:
-        try:
-            probe.bind((args.host, args.port))
-        except OSError as exc:
-            parser.error(f"cannot listen on {args.host}:{args.port}: {exc}")
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    check_listen(parser, args)
     router = Router(urls, args.worker_api_key or args.api_key, timeout=args.timeout, retry_after=args.retry_after)
     log.info("pool router on http://%s:%d over %d worker(s)", args.host, args.port, len(urls))
     uvicorn.run(create_router_app(router, args.api_key), host=args.host, port=args.port,
