@@ -55,12 +55,7 @@ from slime.policy_model import DEFAULT_LORA_TARGET_MODULES, build_policy
 from slime.losses import LossInputs, LossOutputs, PolicyLossConfig, policy_loss, reduce_metrics
 from slime.sample import Sample, SampleStatus
 
-__all__ = [
-    "DEFAULT_LORA_TARGET_MODULES",
-    "LossFn",
-    "LossPluginError",
-    "TrainingBackend",
-]
+__all__ = ["DEFAULT_LORA_TARGET_MODULES", "LossFn", "LossPluginError", "TrainingBackend"]
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +66,7 @@ LossFn = Callable[[LossInputs, PolicyLossConfig], LossOutputs]
 _BASE_METRICS = (
     "loss", "pg_loss", "pg_clipfrac", "approx_kl", "kl_loss", "entropy", "grad_norm",
     "n_samples", "n_trained_samples", "n_tokens", "n_seq_tokens", "n_tokens_without_engine_logprobs",
-    "train_rollout_logprob_abs_diff",
-    "train_rollout_logprob_abs_diff_max", "staleness_mean", "staleness_min", "staleness_max",
+    "train_rollout_logprob_abs_diff", "train_rollout_logprob_abs_diff_max", "staleness_mean", "staleness_min", "staleness_max",
     "tokens_per_s", "step_time_s", "skipped", "weight_version",
 )
 

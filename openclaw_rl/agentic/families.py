@@ -47,6 +47,8 @@ class Family:
         system_prompt: ``module:NAME`` of the family's system message, or None.
         dataset_fn: ``module:function(split) -> Path`` when the family keeps its own data cache
             (then ``builder`` is unused), with ``eval_split`` the name of its held-out split.
+        max_turns_fn: ``module:function() -> int`` when the family's own config holds its turn
+            limit (then ``max_turns_env`` is unused).
     """
 
     name: str
@@ -58,6 +60,7 @@ class Family:
     system_prompt: str | None = None
     dataset_fn: str | None = None
     eval_split: str = "eval"
+    max_turns_fn: str | None = None
 
     def _attr(self, spec: str):
         module, _, name = spec.partition(":")
@@ -69,9 +72,8 @@ class Family:
         Raises:
             ValueError: the variable is set but not a positive integer.
         """
-        if self.env_type == "math_tool" and self.max_turns_env is None:
-            from openclaw_rl.envs.math_tool.tools_config import load_tools_config
-            return int(load_tools_config().max_turns)
+        if self.max_turns_fn:
+            return int(self._attr(self.max_turns_fn)())
         raw = os.environ.get(self.max_turns_env or "", "").strip()
         if not raw:
             return self.default_max_turns
@@ -90,7 +92,7 @@ class Family:
 
 FAMILIES: dict[str, Family] = {
     "math-tool": Family("math-tool", "math_tool", "openclaw_rl.envs.math_tool.data:build_default", "1",
-                        None, 16),
+                        None, 16, max_turns_fn="openclaw_rl.envs.math_tool.tools_config:max_turns"),
     "terminal": Family("terminal", "terminal", "", "1", "MAX_STEPS", 20,
                        dataset_fn="openclaw_rl.envs.terminal.data:dataset_path", eval_split="heldout"),
 }

@@ -39,7 +39,7 @@ from slime.sample import Sample
 __all__ = ["env_urls", "generate_agent", "open_env", "parallel_envs"]
 
 _CHATS: dict[tuple, ServerChat] = {}
-_POOLS: dict[tuple, Any] = {}
+_CACHE: dict[tuple, Any] = {}
 _LOCK = threading.Lock()
 _SLOTS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]" = weakref.WeakKeyDictionary()
 
@@ -94,9 +94,9 @@ async def open_env(env_type: str, task_key: str, task: dict, request_id: str) ->
         return LocalEnvHandle(make_env(env_type, task_key, task))
     with _LOCK:
         key = tuple(urls)
-        if key not in _POOLS:
-            _POOLS[key] = PoolClient(urls)
-        pool = _POOLS[key]
+        if key not in _CACHE:
+            _CACHE[key] = PoolClient(urls)
+        pool = _CACHE[key]
     return await pool.allocate(task_key=task_key, request_id=request_id, env_type=env_type, task=task)
 
 
@@ -119,9 +119,9 @@ def _step_prm(args: Any) -> Any:
     flags = service_flags(args)
     key = ("prm", flags, getattr(args, "model_path", None))
     with _LOCK:
-        if key not in _POOLS:
-            _POOLS[key] = build_step_prm(flags, getattr(args, "model_path", None))
-        return _POOLS[key]
+        if key not in _CACHE:
+            _CACHE[key] = build_step_prm(flags, getattr(args, "model_path", None))
+        return _CACHE[key]
 
 
 async def _step_scores(args: Any, episode) -> list[float] | None:

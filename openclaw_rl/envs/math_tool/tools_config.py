@@ -148,3 +148,8 @@ def load_tools_config(path: str | Path | None = None, env: Mapping[str, str] | N
         field = ".".join(str(x) for x in err["loc"]) or "config"
         names = ", ".join(w for w, _ in sources) or "defaults"
         raise ToolsConfigError(f"tools config ({names}): {field}: {err['msg']}") from None
+
+
+def max_turns() -> int:
+    """``max_turns`` of the tools config in effect (``TOOLS_CONFIG`` / ``TOOL_CONFIGS``)."""
+    return int(load_tools_config().max_turns)
