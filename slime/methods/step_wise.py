@@ -2,7 +2,7 @@
 
 Upstream OpenClaw-RL's ``step_wise`` estimator (its ``slime/ray/rollout.py``
 ``_post_process_step_wise_rewards`` and ``megatron_utils/loss.py``), on the sample metadata the
-agent loop writes (``openclaw_rl/agentic/trajectory.py``; docs/track2.md, "Advantages"):
+agent loop writes (docs/track2.md, "How an episode becomes training data" and "Advantages"):
 
 ``metadata["step_spans"]``      ``[[start, end), ...]`` in response coordinates: each step's action tokens
 ``metadata["step_indices"]``    the global step index ``k`` of each span (default ``0, 1, ...``)
