@@ -15,7 +15,10 @@ the previous assistant reply as streamed back, so the server links that reply's 
 user's new message). Sessions are named with ``X-Session-Id``.
 
 ``--updates`` weight updates (``POST /admin/update_weights_from_disk``) go out while the load runs,
-spaced by progress: update ``k`` when ``k / (updates + 1)`` of all requests have finished. The
+spaced by progress: update ``k`` when ``k / (updates + 2)`` of all requests have finished (not
+``updates + 1``: a request keeps the weights it started with and the sessions move in step, so the
+last turns have all started before the last fifth of the requests finish; with ``updates + 1`` the
+last version served no recorded turn in a 64-session run). The
 folders are real checkpoints (the model with small noise, saved by ``prepare_weights``) under
 ``--weights-dir`` (default: a temporary folder; pass one to reuse them across runs).
 
@@ -105,11 +108,11 @@ async def session(i: int, base_url: str, turns: int, max_tokens: int, results: l
 
 
 async def updater(base_url: str, folders: list[Path], total: int, done: asyncio.Queue, updates: list) -> None:
-    """Publish folder ``k`` when ``k / (len(folders) + 1)`` of the ``total`` requests finished."""
+    """Publish folder ``k`` when ``k / (len(folders) + 2)`` of the ``total`` requests finished."""
     finished = 0
     async with httpx.AsyncClient() as http:
         for k, folder in enumerate(folders, start=1):
-            while finished < k * total / (len(folders) + 1):
+            while finished < k * total / (len(folders) + 2):
                 finished += await done.get()
             status, secs, text = await update_weights(http, base_url, API_KEY, folder, k)
             updates.append({"version": k, "status": status, "seconds": secs, "after_requests": finished,
