@@ -4,7 +4,7 @@ Run from the repository root::
 
     python benchmarks/soak.py [--minutes 30] [--clients 4] [--sample-seconds 30] [--update-seconds 60]
                               [--warmup-minutes 2] [--max-tokens 16] [--model-path builtin:tiny-qwen3]
-                              [--weights-dir DIR] [--torch-threads 1] [--json OUT]
+                              [--weights-dir DIR] [--torch-threads 1] [--mix KINDS] [--json OUT]
 
 Issue 16's soak. Starts the real server (capture on, default limits, ``--weights-dir`` set,
 ``--max-context`` given so the over-long prompt is certainly over) and runs ``--clients`` concurrent
@@ -48,13 +48,14 @@ API_KEY = "sk-bench"
 MAX_CONTEXT = 32768  # the tiny model's window, passed explicitly so the over-long prompt is over it
 MIX = ("stream", "plain", "tool", "stream", "side", "plain", "bad", "tool", "stream", "side")
 MAIN_KINDS = ("stream", "plain", "tool")
+KINDS = (*MAIN_KINDS, "side", "bad")
 
 
-async def client_loop(traffic: Traffic, offset: int, deadline: float) -> None:
+async def client_loop(traffic: Traffic, mix: tuple[str, ...], offset: int, deadline: float) -> None:
     """One client: the next session of the mix until the deadline (an open session is finished)."""
     i = offset
     while time.time() < deadline:
-        await traffic.run(MIX[i % len(MIX)])
+        await traffic.run(mix[i % len(mix)])
         i += 1
 
 
@@ -111,7 +112,7 @@ async def soak(args, handle, folders: list[Path], sample_s: float) -> dict:
     sampler = asyncio.create_task(sample_loop(traffic, handle.proc.pid, handle.buffer_dir, t_start, sample_s,
                                               stop, rows))
     await asyncio.gather(update_loop(traffic, folders, args.update_seconds, deadline, updates),
-                         *(client_loop(traffic, 3 * c, deadline) for c in range(args.clients)))
+                         *(client_loop(traffic, args.mix, 3 * c, deadline) for c in range(args.clients)))
     stop.set()
     await sampler
     last = rows[-1]["t_s"] + t_start if rows else t_start
@@ -141,7 +142,7 @@ def summarise(args, raw: dict, store: dict, warmup_s: float) -> dict:
         f"tool next states {got_tool} == finished tool sessions {done.get('tool', 0)}": got_tool == done.get("tool", 0),
         "every request finished before the end (running 0)": rows[-1]["running"] == 0,
     }
-    return {"model_path": args.model_path, "minutes": args.minutes, "clients": args.clients,
+    return {"model_path": args.model_path, "minutes": args.minutes, "clients": args.clients, "mix": args.mix,
             "max_tokens": args.max_tokens, "torch_threads": args.torch_threads,
             "requests": {"ok": len(ok_lat), "expected_4xx": sum(e[1] == "expected" for e in events),
                          "unexpected": len(unexpected)},
@@ -166,7 +167,8 @@ def report(s: dict) -> None:
     rq = s["requests"]
     print(f"  requests: ok {rq['ok']} (by kind {s['ok_by_kind']}), expected 4xx {rq['expected_4xx']}, "
           f"unexpected {rq['unexpected']}; sessions finished {s['sessions_done']}")
-    print(f"  latency over the run: p50 {s['latency_p50_s']:.2f} s, p95 {s['latency_p95_s']:.2f} s")
+    if s["latency_p50_s"] is not None:
+        print(f"  latency over the run: p50 {s['latency_p50_s']:.2f} s, p95 {s['latency_p95_s']:.2f} s")
     print(f"  weight updates: {len(s['updates'])}, statuses {sorted({u['status'] for u in s['updates']})}")
     print(f"  RSS {s['rss_baseline']['rss_mb']:.1f} MiB at {s['rss_baseline']['t_s']:.0f} s (after warm-up) -> "
           f"{s['rss_end_mb']:.1f} MiB at the end: {s['rss_growth_pct']:+.1f}% "
@@ -189,8 +191,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-tokens", type=int, default=16, help="max_tokens per request (default 16)")
     p.add_argument("--weights-dir", type=Path, default=None, help="update folders (default: temporary)")
     p.add_argument("--torch-threads", type=int, default=1, help="the server's --torch-threads (default 1)")
+    p.add_argument("--mix", default=",".join(MIX), help="comma-separated session kinds each client cycles "
+                   f"through, from {KINDS} (default: the full mix; one kind alone isolates its cost)")
     p.add_argument("--json", type=Path, default=None, help="also write the numbers here")
     args = p.parse_args(argv)
+    args.mix = tuple(k.strip() for k in args.mix.split(",") if k.strip())
+    if not args.mix or set(args.mix) - set(KINDS):
+        p.error(f"--mix takes kinds from {KINDS}")
     if args.minutes <= 0 or args.clients < 1 or args.sample_seconds <= 0 or args.update_seconds <= 0:
         p.error("--minutes, --clients, --sample-seconds and --update-seconds must be positive")
     total_s = 60 * args.minutes
