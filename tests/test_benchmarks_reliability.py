@@ -1,6 +1,7 @@
 """Smoke runs of the reliability benchmarks (``benchmarks/load.py``, ``burst.py``, ``soak.py``) at the
 smallest scale: each is run as a user runs it (its own process, the real server) and must pass its
-own consistency checks (exit 0, every check true in its ``--json``). No timing is asserted."""
+own consistency checks (exit 0, every check true in its ``--json``). No timing is asserted. Each
+takes 35-80 s on a shared 2-core machine (server start, weight folders, traffic), hence ``slow``."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ def weights_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("weights")
 
 
+@pytest.mark.slow
 def test_load_smoke(tmp_path, weights_dir):
     res = _run("load", tmp_path, "--sessions", "4", "--updates", "1", "--weights-dir", str(weights_dir))
     assert res["requests_ok"] == 12 and res["requests_failed"] == 0
@@ -37,6 +39,7 @@ def test_load_smoke(tmp_path, weights_dir):
     assert [u["status"] for u in res["updates"]] == [200]
 
 
+@pytest.mark.slow
 def test_burst_smoke(tmp_path):
     res = _run("burst", tmp_path, "--max-running-requests", "1", "--max-queued-requests", "1", "--max-tokens", "16")
     assert res["burst"] == 8 and res["completed"] + res["rejected_429"] == 8 and res["rejected_429"] >= 6
