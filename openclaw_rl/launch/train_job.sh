@@ -8,7 +8,9 @@
 #   DATA_PATH           train offline from recorded sessions (no server is started; one pass)
 #   CKPT_SAVE_DIR       checkpoints (default outputs/<method folder>/ckpt in the repository)
 #   RL_BUFFER_DIR, LOG_DIR   trajectory store (default <repository>/rl_buffer), logs (<repository>/logs)
-#   PORT, SERVED_MODEL_NAME (policy), RAY_PORT, RAY_DASHBOARD_PORT, RAY_ADDRESS,
+#   PORT, SERVED_MODEL_NAME (policy), RAY_PORT, RAY_DASHBOARD_PORT,
+#   RAY_ADDRESS (the cluster to run on: its job API URL http://<head>:8265 or its GCS address
+#   <head>:6379; default a head this script starts on 127.0.0.1:$RAY_PORT),
 #   RAY_AUTH_MODE (token), TRAIN_GPUS, ROLLOUT_GPUS (a count, or a list of ids such as "0,1,2,3"),
 #   PYTHON, TRAIN_JOB_DRY_RUN (1: print the paths, the command and the job environment; submit nothing)
 #   Every environment fallback of the trainer's flags (MAJORITY_VOTE_N, MAJORITY_VOTE_THRESHOLD,
@@ -22,6 +24,8 @@
 #   METHOD_ARGS (a method folder's plugin flags). They come after --model-path $MODEL_PATH --save
 #   $CKPT_SAVE_DIR (and --num-rollout 100000 for live traffic), so a group without them still runs;
 #   arguments of the launch script come last (later flags win).
+# Inside a Ray job (the script itself submitted with `ray job submit -- bash <script>`), the
+# trainer runs directly on that job's cluster: no head is started and no nested job is submitted.
 # Stopping: Ctrl-C (or SIGTERM) stops the job (ray job stop: the trainer shuts the server and the
 # judges down) and then the Ray head this script started, by its PID; a head that was already
 # running is left alone.
@@ -33,7 +37,7 @@ METHOD_DIR="$(basename "$LAUNCH_DIR")"   # the launch script's folder, relative 
 CALLER_DIR="$PWD"                        # relative paths mean relative to where the user ran the script
 
 PYTHON=${PYTHON:-$REPO_DIR/.venv/bin/python}
-[ -x "$PYTHON" ] || PYTHON=$(command -v python3)
+[ -x "$PYTHON" ] || PYTHON=$(command -v python || command -v python3)
 export PATH="$(dirname "$PYTHON"):$PATH"
 
 # abs_path PATH: PATH made absolute against the caller's directory (no cd; the path need not exist)
@@ -83,21 +87,42 @@ STARTED_RAY_HEAD_PID=""
 SUBMIT_PID=""
 HELPER_PIDS=""   # processes a launch script started for the job (a router, ...): stopped on exit, by PID
 JOB_ID=""
+JOB_API=""       # the job API URL of the cluster the job goes to (ensure_ray_head)
 JOB_FINISHED=""
 
-# Start a Ray head on loopback unless one answers at RAY_ADDRESS. Token authentication on: the
-# token lives in ~/.ray/auth_token (generated once), and every ray command uses it. The head runs
-# in the foreground of its own process (ray start --block), so this script stops exactly that one.
+# Find the cluster to run on and its job API address (JOB_API). RAY_ADDRESS as a job API URL
+# (http://host:8265) or a GCS address (host:6379) names a running cluster; without it, or when it
+# names this machine's default head (127.0.0.1:$RAY_PORT) and nothing answers there, the script
+# starts a Ray head on loopback. Token authentication on: the token lives in ~/.ray/auth_token
+# (generated once), and every ray command uses it. A head the script starts runs in the foreground
+# of its own process (ray start --block), so this script stops exactly that one.
 ensure_ray_head() {
   export RAY_AUTH_MODE=${RAY_AUTH_MODE:-token}
   [ "$RAY_AUTH_MODE" = token ] && ray get-auth-token --generate >/dev/null
-  export RAY_ADDRESS=${RAY_ADDRESS:-127.0.0.1:$RAY_PORT}
-  if ray status --address "$RAY_ADDRESS" >/dev/null 2>&1; then return 0; fi
+  case "${RAY_ADDRESS:-}" in
+    http://*|https://*|ray://*)
+      JOB_API=$(cd "$REPO_DIR" && "$PYTHON" -m openclaw_rl.launch.job_address) || exit 2
+      echo "$LAUNCH_SCRIPT: submitting to the Ray cluster at $JOB_API"
+      return 0 ;;
+  esac
+  local default_address=127.0.0.1:$RAY_PORT
+  export RAY_ADDRESS=${RAY_ADDRESS:-$default_address}
+  if ray status --address "$RAY_ADDRESS" >/dev/null 2>&1; then
+    JOB_API=$(cd "$REPO_DIR" && "$PYTHON" -m openclaw_rl.launch.job_address) || exit 2
+    echo "$LAUNCH_SCRIPT: submitting to the Ray cluster at $RAY_ADDRESS (job API $JOB_API)"
+    return 0
+  fi
+  case "$RAY_ADDRESS" in
+    "$default_address"|"localhost:$RAY_PORT") ;;
+    *) echo "$LAUNCH_SCRIPT: no Ray cluster answers at RAY_ADDRESS=$RAY_ADDRESS (unset it to start a local head)" >&2
+       exit 2 ;;
+  esac
   mkdir -p "$LOG_DIR"
   ray start --head --block --node-ip-address 127.0.0.1 --port "$RAY_PORT" --dashboard-host 127.0.0.1 \
     --dashboard-port "$RAY_DASHBOARD_PORT" --num-gpus "$((TRAIN_GPUS + ROLLOUT_GPUS))" \
     --disable-usage-stats >"$LOG_DIR/ray-head.log" 2>&1 &
   STARTED_RAY_HEAD_PID=$!
+  JOB_API=http://127.0.0.1:$RAY_DASHBOARD_PORT
   echo "$LAUNCH_SCRIPT: started a Ray head (pid $STARTED_RAY_HEAD_PID, $RAY_ADDRESS, log $LOG_DIR/ray-head.log)"
   "$PYTHON" - "$RAY_DASHBOARD_PORT" "$STARTED_RAY_HEAD_PID" <<'EOF' || { cat "$LOG_DIR/ray-head.log" >&2; exit 1; }
 import os, sys, time, urllib.error, urllib.request
@@ -125,8 +150,10 @@ _train_job_cleanup() {
   trap - EXIT INT TERM
   if [ -n "$JOB_ID" ] && [ -z "$JOB_FINISHED" ]; then
     echo "$LAUNCH_SCRIPT: stopping job $JOB_ID" >&2
-    ray job stop --address "http://127.0.0.1:$RAY_DASHBOARD_PORT" "$JOB_ID" >/dev/null 2>&1 || true
+    ray job stop --address "$JOB_API" "$JOB_ID" >/dev/null 2>&1 || true
     [ -n "$SUBMIT_PID" ] && kill -TERM "$SUBMIT_PID" 2>/dev/null
+  elif [ -z "$JOB_ID" ] && [ -n "$SUBMIT_PID" ]; then   # inside a Ray job: the trainer is our child
+    kill -TERM "$SUBMIT_PID" 2>/dev/null || true
   fi
   local p
   for p in $HELPER_PIDS; do kill -TERM "$p" 2>/dev/null || true; done
@@ -175,15 +202,39 @@ submit_train_job() {
   trap _train_job_cleanup EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
+  cd "$REPO_DIR"
+  if [ -n "${RAY_JOB_CONFIG_JSON_ENV_VAR:-}" ]; then
+    # already a Ray job's entrypoint: train on this cluster (Ray set RAY_ADDRESS to it), no nested job
+    echo "$LAUNCH_SCRIPT: running inside a Ray job: training on its cluster ($RAY_ADDRESS)"
+    local rc=0
+    "$PYTHON" slime/train.py "$@" &
+    SUBMIT_PID=$!
+    wait "$SUBMIT_PID" || rc=$?
+    return "$rc"
+  fi
   ensure_ray_head
   JOB_ID="openclaw-$METHOD_DIR-$(date +%Y%m%d-%H%M%S)-$$"
-  cd "$REPO_DIR"
   local rc=0
-  # in the background, so a signal to this script is handled at once (a trap waits for a foreground child)
-  ray job submit --address "http://127.0.0.1:$RAY_DASHBOARD_PORT" --working-dir "$REPO_DIR" \
-    --submission-id "$JOB_ID" --runtime-env-json "$runtime_env" -- python slime/train.py "$@" &
-  SUBMIT_PID=$!
-  wait "$SUBMIT_PID" || rc=$?
+  # A head that has just started answers before its job agent is up ("No available agent to
+  # submit job", and no job is created): retry that, and only that, for up to a minute.
+  local submit_err="$LOG_DIR/.submit-$JOB_ID.err" attempt
+  mkdir -p "$LOG_DIR"
+  for attempt in $(seq 1 20); do
+    rc=0
+    # in the background, so a signal to this script is handled at once (a trap waits for a foreground child)
+    ray job submit --address "$JOB_API" --working-dir "$REPO_DIR" \
+      --submission-id "$JOB_ID" --runtime-env-json "$runtime_env" -- python slime/train.py "$@" \
+      2> >(tee "$submit_err" >&2) &
+    SUBMIT_PID=$!
+    wait "$SUBMIT_PID" || rc=$?
+    if [ "$rc" != 0 ] && grep -q "No available agent to submit job" "$submit_err" 2>/dev/null; then
+      echo "$LAUNCH_SCRIPT: the cluster's job agent is not up yet; retrying ($attempt/20)" >&2
+      sleep 3
+      continue
+    fi
+    break
+  done
+  rm -f "$submit_err"
   JOB_FINISHED=1
   return "$rc"
 }

@@ -32,6 +32,8 @@ def private_ray_head(log_dir: Path, num_cpus: int = 2):
     log_path = Path(log_dir) / "ray.log"
     proc = subprocess.Popen([str(bin_dir / "ray"), "start", "--head", "--block", "--node-ip-address", "127.0.0.1",
                              "--port", str(port), "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash),
+                             # its own job-agent port (default 52365): two heads can run side by side
+                             "--dashboard-agent-listen-port", str(free_port()),
                              "--num-cpus", str(num_cpus), "--disable-usage-stats"],
                             env=env, stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
     try:
