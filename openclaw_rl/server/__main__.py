@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     server = GracefulServer(uvicorn.Config(app, host=config.host, port=config.port, log_level=config.log_level),
                             app.state.drain)
     server.run()
-    logging.getLogger("openclaw_rl").info("server stopped; store closed")
+    logging.getLogger("openclaw_rl").info("server stopped%s", "; store closed" if store else "")
     return 0
 
 

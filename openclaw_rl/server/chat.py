@@ -166,6 +166,8 @@ class ChatService:
                 if self.drain.cut and ev.token_id not in self._stop_ids:
                     cut = True  # shutdown: end here, like a reply cut by max_tokens
                     break
+        except PromptTooLongError as exc:  # checked in _prepare already; kept a 400 all the same
+            raise APIError(400, str(exc), param="messages", code="context_length_exceeded") from exc
         except EngineError as exc:
             raise APIError(500, f"generation failed after {len(out.token_ids)} tokens: {exc}",
                            type_="server_error", code="generation_failed") from exc
