@@ -10,6 +10,10 @@ Per request, three steps:
 * :meth:`Recorder.record`, when generation finishes and *before* the response ends: commits the
   turn. A request that fails validation never reaches either step, so bad input never touches
   the buffer.
+
+A failing store (disk full, read-only, I/O errors) never fails a request: each step then does
+without the store (no continuation found, no link, the turn not recorded) and the failure is
+counted and logged by :class:`openclaw_rl.capture.failures.CaptureFailures`.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from openclaw_rl.capture.failures import CAPTURE_ERRORS, CaptureFailures
 from openclaw_rl.capture.sessions import Attribution, attribute, extract_next_state, reply_fingerprint
 from openclaw_rl.capture.store import AWAITING_NEXT, TrajectoryStore, TurnRecord, TurnType
 from openclaw_rl.capture.turn_rules import TurnRules
@@ -57,10 +62,20 @@ class Recorder:
         rules: side-turn and context rules.
         idle_timeout: seconds without a request after which a session ends and its last turn is
             finalised without a next state.
+        failures: where store failures are counted and logged (default: a private counter).
     """
 
-    def __init__(self, store: TrajectoryStore, rules: TurnRules, idle_timeout: float = 600.0):
+    def __init__(self, store: TrajectoryStore, rules: TurnRules, idle_timeout: float = 600.0,
+                 failures: CaptureFailures | None = None):
         self.store, self.rules, self.idle_timeout = store, rules, idle_timeout
+        self.failures = failures or CaptureFailures()
+
+    def _lookup(self, fingerprints):
+        try:
+            return self.store.lookup_continuation(fingerprints)
+        except CAPTURE_ERRORS as exc:
+            self.failures.failed("attribute", exc)
+            return None
 
     async def attribute(self, messages: list[dict], body: Mapping,
                         headers: Mapping[str, str]) -> tuple[Attribution, TurnRecord | None]:
@@ -71,21 +86,27 @@ class Recorder:
             whose reply the request extends (its reply is ``messages[attr.next_state_from - 1]``),
             or None.
         """
-        attr = await asyncio.to_thread(attribute, messages, body, headers, self.rules,
-                                       self.store.lookup_continuation)
+        attr = await asyncio.to_thread(attribute, messages, body, headers, self.rules, self._lookup)
         continued = None
         if attr.continued_turn_id is not None:
-            continued = await asyncio.to_thread(self.store.get_turn, attr.continued_turn_id)
+            try:
+                continued = await asyncio.to_thread(self.store.get_turn, attr.continued_turn_id)
+            except CAPTURE_ERRORS as exc:
+                self.failures.failed("attribute", exc)
         return attr, continued
 
     async def link(self, attr: Attribution, messages: list[dict], prompt_ids: Sequence[int]) -> Continuity:
         """Link the previous main turn's next state and check token continuity against it (for a
         main turn, and for a side request that closes the session with ``X-Session-Done``: a
-        client's last reaction is the next state of the session's last reply)."""
-        if attr.turn_type == TurnType.MAIN:
-            return await asyncio.to_thread(self._link_previous, attr, messages, prompt_ids)
-        if attr.done:  # a closing side request still carries the reaction to the session's last reply
-            await asyncio.to_thread(self._link_previous, attr, messages, prompt_ids)
+        client's last reaction is the next state of the session's last reply). A store failure
+        is counted and gives ``Continuity()`` (unknown)."""
+        try:
+            if attr.turn_type == TurnType.MAIN:
+                return await asyncio.to_thread(self._link_previous, attr, messages, prompt_ids)
+            if attr.done:  # a closing side request still carries the reaction to the session's last reply
+                await asyncio.to_thread(self._link_previous, attr, messages, prompt_ids)
+        except CAPTURE_ERRORS as exc:
+            self.failures.failed("link", exc)
         return Continuity()
 
     async def begin(self, messages: list[dict], body: Mapping, headers: Mapping[str, str],
@@ -108,8 +129,13 @@ class Recorder:
         return check_prefix(prev.prompt_ids, prev.response_ids, prompt_ids)
 
     async def record(self, attr: Attribution, cont: Continuity, rec: TurnRecord,
-                     reply: Mapping) -> TurnRecord:
-        """Commit a finished turn (durable on return); closes the session if the client said so."""
+                     reply: Mapping) -> TurnRecord | None:
+        """Commit a finished turn (durable on return); closes the session if the client said so.
+
+        Returns:
+            The saved record, or None when the store failed (counted and logged; the caller
+            serves the reply anyway).
+        """
         rec.session_id, rec.turn_type, rec.side_reason = attr.session_id, attr.turn_type, attr.side_reason
         rec.prefix_ok, rec.prefix_break_at = cont.ok, cont.break_at
         fingerprint = reply_fingerprint(rec.messages, reply)
@@ -121,7 +147,13 @@ class Recorder:
                 self.store.close_session(attr.session_id)
             return saved
 
-        return await asyncio.to_thread(commit)
+        try:
+            saved = await asyncio.to_thread(commit)
+        except CAPTURE_ERRORS as exc:
+            self.failures.failed("record", exc)
+            return None
+        self.failures.succeeded()
+        return saved
 
     async def sweep_idle_forever(self, interval: float | None = None) -> None:
         """Background task: finalise sessions idle longer than ``idle_timeout``."""
@@ -132,5 +164,7 @@ class Recorder:
                 closed = await asyncio.to_thread(self.store.finalize_idle, self.idle_timeout, time.time())
                 if closed:
                     log.info("closed %d idle session(s)", len(closed))
+            except CAPTURE_ERRORS as exc:  # a failing disk: counted, logged once a minute
+                self.failures.failed("sweep", exc)
             except Exception:  # never let the sweeper die
                 log.exception("idle sweep failed")

@@ -6,7 +6,9 @@ the same database: main turns move ``awaiting_next -> ready -> claimed -> traine
 are stored with status ``side`` and never leave it. Nothing is ever truncated on open.
 
 Thread-safe: one connection guarded by a lock (SQLite serialises writers anyway); callers in an
-event loop should call through ``asyncio.to_thread``.
+event loop should call through ``asyncio.to_thread``. A write that fails on the disk (full,
+read-only, I/O error) is rolled back and the connection is dropped; the next call opens a fresh
+one, so the store works again once the disk recovers, with nothing committed before touched.
 """
 
 from __future__ import annotations
@@ -40,22 +42,52 @@ class TrajectoryStore:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / self.FILENAME
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
-                                   timeout=30)
-        self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(SCHEMA)
-        for statement in migrations("turns", (r[1] for r in self._db.execute("PRAGMA table_info(turns)"))):
-            self._db.execute(statement)
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+        self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+        try:
+            db.row_factory = sqlite3.Row
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")
+            db.executescript(SCHEMA)
+            for statement in migrations("turns", (r[1] for r in db.execute("PRAGMA table_info(turns)"))):
+                db.execute(statement)
+        except BaseException:
+            db.close()
+            raise
+        self._conn = db
+        return db
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        """The connection (callers hold the lock); opened again after a failure dropped it."""
+        if self._conn is None:
+            if self._closed:
+                raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+            self._open()
+        return self._conn
+
+    def _drop(self) -> None:
+        """Forget the connection after a failed write (the next call reopens it)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass
 
     def close(self) -> None:
-        """Close the connection (the WAL is checkpointed by SQLite)."""
+        """Close the connection (the WAL is checkpointed by SQLite); later calls raise
+        ``sqlite3.ProgrammingError``. Closing twice is fine."""
         with self._lock:
-            self._db.close()
+            self._closed = True
+            self._drop()
 
     def _tx(self):
-        return _Transaction(self._db, self._lock)
+        return _Transaction(self)
 
     # ------------------------------------------------------------------ sessions
     def touch_session(self, session_id: str, source: str, now: float | None = None) -> None:
@@ -272,16 +304,46 @@ class TrajectoryStore:
 
 
 class _Transaction:
-    def __init__(self, db: sqlite3.Connection, lock: threading.RLock):
-        self.db, self.lock = db, lock
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` under the store's lock; on an error, ``ROLLBACK``, and
+    on a disk error (``sqlite3.OperationalError``, ``OSError``) the connection is dropped too, so
+    a half-failed transaction never poisons later calls."""
+
+    def __init__(self, store: TrajectoryStore):
+        self.store = store
 
     def __enter__(self) -> sqlite3.Connection:
-        self.lock.acquire()
-        self.db.execute("BEGIN IMMEDIATE")
+        self.store._lock.acquire()
+        try:
+            self.db = self.store._db
+            self.db.execute("BEGIN IMMEDIATE")
+        except (sqlite3.OperationalError, OSError):
+            self.store._drop()
+            self.store._lock.release()
+            raise
+        except BaseException:
+            self.store._lock.release()
+            raise
         return self.db
 
     def __exit__(self, exc_type, exc, tb) -> None:
         try:
-            self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+            if exc_type is None:
+                try:
+                    self.db.execute("COMMIT")
+                except (sqlite3.OperationalError, OSError):
+                    self._rollback()
+                    self.store._drop()
+                    raise
+            else:
+                self._rollback()
+                if issubclass(exc_type, (sqlite3.OperationalError, OSError)):
+                    self.store._drop()
         finally:
-            self.lock.release()
+            self.store._lock.release()
+
+    def _rollback(self) -> None:
+        if self.db.in_transaction:
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:  # the connection is dropped next
+                self.store._drop()

@@ -212,8 +212,9 @@ class TransformersEngine(Engine):
             for req in list(active):
                 try:
                     finished = req.cancelled or self._step(req)
-                except Exception:  # never let one request kill the worker
+                except Exception as exc:  # never let one request kill the worker, nor leave it waiting
                     log.exception("engine worker: request failed")
+                    req.emit(EngineError(f"generation failed: {exc}"))
                     finished = True
                 if finished:
                     active.remove(req)

@@ -3,15 +3,23 @@
 from openclaw_rl.server.config import ServerConfig, build_parser, parse_server_args
 
 
-def build_server(config: "ServerConfig"):
+def build_server(config: "ServerConfig", engine=None):
     """Build the FastAPI app, engine and store for a :class:`ServerConfig`.
 
+    Args:
+        config: the server's settings.
+        engine: an engine already built for ``config.model_path`` (e.g. one wrapped to inject
+            faults in tests); default: built from ``config``.
+
     Returns:
-        ``(app, engine, store)``; ``store`` is None without ``--enable-rl-intercept``.
+        ``(app, engine, store)``; ``store`` is None without ``--enable-rl-intercept``. The
+        graceful-shutdown state (:class:`openclaw_rl.server.shutdown.Drain`) is
+        ``app.state.drain``.
 
     Raises:
         ValueError: bad model path, backend or side-turn rules file.
     """
+    from openclaw_rl.capture.failures import CaptureFailures
     from openclaw_rl.capture.recorder import Recorder
     from openclaw_rl.capture.store import TrajectoryStore
     from openclaw_rl.capture.turn_rules import TurnRules
@@ -20,25 +28,30 @@ def build_server(config: "ServerConfig"):
     from openclaw_rl.server.admission import AdmissionControl
     from openclaw_rl.server.app import create_app
     from openclaw_rl.server.chat import ChatService
+    from openclaw_rl.server.shutdown import Drain
 
     if config.torch_threads > 0:
         import torch
         torch.set_num_threads(config.torch_threads)
     rules = TurnRules.from_file(config.side_turn_rules) if config.side_turn_rules else TurnRules()
-    engine = create_engine(config.backend, config.model_path, device=config.device,
-                           max_context=config.max_context)
+    if engine is None:
+        engine = create_engine(config.backend, config.model_path, device=config.device,
+                               max_context=config.max_context)
     tokenizer = load_tokenizer(config.model_path)
     store = recorder = None
+    admission = AdmissionControl(config.max_running_requests, config.max_queued_requests)
     if config.enable_rl_intercept:
+        failures = CaptureFailures(admission.registry)
         store = TrajectoryStore(config.rl_buffer_dir)
-        recorder = Recorder(store, rules, idle_timeout=config.session_idle_timeout)
+        recorder = Recorder(store, rules, idle_timeout=config.session_idle_timeout, failures=failures)
+    drain = Drain(config.shutdown_grace_seconds)
     service = ChatService(engine, tokenizer, config.model_name, recorder,
                           default_max_tokens=config.default_max_tokens,
-                          default_temperature=config.default_temperature,
-                          admission=AdmissionControl(config.max_running_requests, config.max_queued_requests))
+                          default_temperature=config.default_temperature, admission=admission, drain=drain)
     app = create_app(service, api_key=config.api_key, recorder=recorder, engine_close=engine.aclose,
                      max_request_bytes=config.max_request_bytes, admin_api_key=config.admin_api_key,
                      weights_dirs=config.weights_dir)
+    app.state.drain = drain
     return app, engine, store
 
 

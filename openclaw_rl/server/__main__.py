@@ -13,6 +13,7 @@ def main(argv: list[str] | None = None) -> int:
     import uvicorn
 
     from openclaw_rl.server import build_server, parse_server_args
+    from openclaw_rl.server.shutdown import GracefulServer
 
     config = parse_server_args(argv)
     with socket.socket() as probe:  # fail fast, before loading the model
@@ -31,8 +32,12 @@ def main(argv: list[str] | None = None) -> int:
     where = f" recording to {store.path}" if store else ""
     logging.getLogger("openclaw_rl").info("serving %s on http://%s:%d/v1%s", config.model_name,
                                           config.host, config.port, where)
-    uvicorn.run(app, host=config.host, port=config.port, log_level=config.log_level,
-                timeout_graceful_shutdown=5)
+    # SIGTERM / Ctrl-C: drain, cut what is left after --shutdown-grace-seconds, close the store
+    # (openclaw_rl.server.shutdown), exit 0
+    server = GracefulServer(uvicorn.Config(app, host=config.host, port=config.port, log_level=config.log_level),
+                            app.state.drain)
+    server.run()
+    logging.getLogger("openclaw_rl").info("server stopped%s", "; store closed" if store else "")
     return 0
 
 

@@ -8,6 +8,7 @@ for requests, responses, stream chunks and errors.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
 import logging
@@ -103,8 +104,9 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
     Args:
         service: serves completions (engine + tokenizer + capture).
         api_key: when set, ``/v1/*`` requires ``Authorization: Bearer <api_key>`` (401 otherwise).
-        recorder: capture recorder; its idle-session sweeper runs while the app runs.
-        engine_close: coroutine function called on shutdown.
+        recorder: capture recorder; its idle-session sweeper runs while the app runs, and its
+            store is closed on shutdown.
+        engine_close: coroutine function called on shutdown (before the store is closed).
         max_request_bytes: larger request bodies get 413 before they are read
             (:class:`openclaw_rl.server.limits.BodyLimitMiddleware`).
         admin_api_key: the key of ``/admin/*`` (:func:`admin_check`).
@@ -116,10 +118,15 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
     async def lifespan(_app):
         sweeper = asyncio.create_task(recorder.sweep_idle_forever()) if recorder else None
         yield
+        # graceful shutdown (:mod:`openclaw_rl.server.shutdown`): requests have ended by now
         if sweeper:
             sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
         if engine_close:
             await engine_close()
+        if recorder:
+            await asyncio.to_thread(recorder.store.close)  # waits for a sweep still in its thread
 
     app = FastAPI(title="OpenClaw-RL intercept server", lifespan=lifespan)
     install_error_handlers(app)
@@ -295,6 +302,9 @@ async def _sse(first: ChatEvent, events, cid, created, model, include_usage: boo
                     yield f"data: {json.dumps(usage)}\n\n"
     except StopAsyncIteration:
         pass
+    except APIError as exc:  # the engine failed mid-stream (the engine logged it): an in-band error event
+        log.error("stream failed: %s", exc.message)
+        yield f"data: {json.dumps(error_body(exc.message, exc.type, exc.param, exc.code))}\n\n"
     except Exception as exc:  # mid-stream failure: tell the client in-band, keep the server up
         log.exception("stream failed")
         yield f"data: {json.dumps(error_body(f'generation failed: {exc}', 'server_error'))}\n\n"

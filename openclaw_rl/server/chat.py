@@ -20,7 +20,7 @@ from typing import AsyncIterator, Mapping
 
 from openclaw_rl.capture.recorder import Recorder
 from openclaw_rl.capture.store import TurnRecord
-from openclaw_rl.engine import Engine, GenerationOutput, PromptTooLongError, SamplingParams
+from openclaw_rl.engine import Engine, EngineError, GenerationOutput, PromptTooLongError, SamplingParams
 from openclaw_rl.server.admission import AdmissionControl
 from openclaw_rl.server.continuation import ContinuationBuilder
 from openclaw_rl.server.errors import APIError
@@ -28,6 +28,7 @@ from openclaw_rl.server.limits import check_prompt_bound, max_token_chars
 from openclaw_rl.server.prompt import render_text, request_tools, template_messages, tokenize
 from openclaw_rl.server.protocol import ChatCompletionRequest
 from openclaw_rl.server.reply import ChatEvent, ReplyAssembler
+from openclaw_rl.server.shutdown import Drain
 from openclaw_rl.server.token_bytes import TokenBytes
 from openclaw_rl.server.tool_choice import tool_choice_grammar
 
@@ -54,13 +55,17 @@ class ChatService:
         recorder: capture (None when ``--enable-rl-intercept`` is off).
         default_max_tokens: completion budget when the request sets none.
         default_temperature: temperature when the request sets none.
+        admission: running / queued limits (default :class:`AdmissionControl`'s).
+        drain: graceful-shutdown state (:mod:`openclaw_rl.server.shutdown`); default one that
+            never cuts.
     """
 
     def __init__(self, engine: Engine, tokenizer, model_name: str, recorder: Recorder | None,
                  default_max_tokens: int = 512, default_temperature: float = 1.0,
-                 admission: AdmissionControl | None = None):
+                 admission: AdmissionControl | None = None, drain: Drain | None = None):
         self.engine, self.tokenizer, self.model_name = engine, tokenizer, model_name
         self.admission = admission or AdmissionControl()
+        self.drain = drain or Drain()
         self.recorder, self.default_max_tokens = recorder, default_max_tokens
         self.default_temperature = default_temperature
         self._stop_ids = set(engine.eos_token_ids)
@@ -111,12 +116,20 @@ class ChatService:
         """Serve one request, yielding events as tokens are sampled; it holds one of the
         admission's running slots for its whole life (:mod:`openclaw_rl.server.admission`).
 
+        During a graceful shutdown, a generation still running when the grace runs out ends at
+        its next decode step with finish reason ``length`` and is recorded like any finished
+        turn (:mod:`openclaw_rl.server.shutdown`).
+
         Raises:
-            APIError: 429 when the server is full (running and queued); 400 for a prompt longer
-                than the context window or an unrenderable conversation (raised before the first
-                event, so nothing was sent yet).
+            APIError: 429 when the server is full (running and queued); 503 once the shutdown
+                grace is over and the request has not started generating; 400 for a prompt
+                longer than the context window or an unrenderable conversation (all raised before
+                the first event, so nothing was sent yet); 500 ``generation_failed`` when the
+                engine fails mid-generation (nothing is recorded; the slot is released).
         """
+        self.drain.check()
         async with self.admission.slot():
+            self.drain.check()
             async for event in self._run(req, headers):
                 yield event
 
@@ -132,19 +145,36 @@ class ChatService:
             temperature=self.default_temperature if req.temperature is None else req.temperature,
             top_p=1.0 if req.top_p is None else req.top_p, seed=req.seed,
             top_logprobs=(req.top_logprobs or 0) if want_lp else 0, grammar=grammar)
+        # ``out`` holds exactly the tokens consumed here (the engine may have sampled ahead into
+        # its own ``sampled`` when generation stops early): the reply and the record agree
         out = GenerationOutput(prompt_ids=prompt.ids)
+        sampled = GenerationOutput(prompt_ids=prompt.ids)
         reply = ReplyAssembler(self.tokenizer, self.token_bytes, self._stop_ids, out,
                                parse_tools=prompt.tools is not None, stops=req.stop_sequences(),
                                logprobs=want_lp, top_logprobs=req.top_logprobs or 0)
-        stream = self.engine.generate_stream(prompt.ids, params, out)
+        stream = self.engine.generate_stream(prompt.ids, params, sampled)
+        cut = False
         try:
             async for ev in stream:
+                out.token_ids.append(ev.token_id)
+                out.logprobs.append(ev.logprob)
+                out.top_logprobs.append(list(ev.top_logprobs))
                 for event in reply.push(ev):
                     yield event
                 if reply.stopped:
                     break
+                if self.drain.cut and ev.token_id not in self._stop_ids:
+                    cut = True  # shutdown: end here, like a reply cut by max_tokens
+                    break
+        except PromptTooLongError as exc:  # checked in _prepare already; kept a 400 all the same
+            raise APIError(400, str(exc), param="messages", code="context_length_exceeded") from exc
+        except EngineError as exc:
+            raise APIError(500, f"generation failed after {len(out.token_ids)} tokens: {exc}",
+                           type_="server_error", code="generation_failed") from exc
         finally:
             await stream.aclose()
+        out.prompt_ids, out.weight_version = sampled.prompt_ids, sampled.weight_version
+        out.finish_reason = "length" if cut else sampled.finish_reason
         events = reply.finish()
         for event in events[:-1]:
             yield event

@@ -18,6 +18,7 @@ from pathlib import Path
 from openclaw_rl.models import DEFAULT_MODEL
 from openclaw_rl.server.admission import DEFAULT_MAX_QUEUED, DEFAULT_MAX_RUNNING
 from openclaw_rl.server.limits import DEFAULT_MAX_REQUEST_BYTES
+from openclaw_rl.server.shutdown import DEFAULT_SHUTDOWN_GRACE
 
 #: engines ``--backend`` offers: only those implemented in :mod:`openclaw_rl.engine`
 BACKENDS = ("transformers",)
@@ -49,6 +50,7 @@ class ServerConfig:
     weights_dir: tuple[str, ...] = ()
     max_running_requests: int = DEFAULT_MAX_RUNNING
     max_queued_requests: int = DEFAULT_MAX_QUEUED
+    shutdown_grace_seconds: float = DEFAULT_SHUTDOWN_GRACE
 
     @property
     def model_name(self) -> str:
@@ -110,6 +112,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"requests generating at once (default {DEFAULT_MAX_RUNNING})")
     p.add_argument("--max-queued-requests", type=int, default=DEFAULT_MAX_QUEUED,
                    help=f"requests waiting for a running slot; beyond, 429 with Retry-After (default {DEFAULT_MAX_QUEUED})")
+    p.add_argument("--shutdown-grace-seconds", type=float, default=DEFAULT_SHUTDOWN_GRACE,
+                   help="on SIGTERM / Ctrl-C: stop accepting connections, give requests in flight this long to "
+                        "finish, then end the generations still running with finish reason 'length' (their turns "
+                        f"are recorded), close the store and exit 0 (default {DEFAULT_SHUTDOWN_GRACE:g})")
     p.add_argument("--insecure-no-auth", action="store_true",
                    help="allow a non-loopback --host without --api-key (anyone reaching the port can use the model "
                         "and its /admin endpoints)")
@@ -142,6 +148,8 @@ def parse_server_args(argv: list[str] | None = None) -> ServerConfig:
         parser.error("--session-idle-timeout must be positive")
     if ns.max_running_requests < 1 or ns.max_queued_requests < 0:
         parser.error("--max-running-requests must be >= 1 and --max-queued-requests >= 0")
+    if ns.shutdown_grace_seconds < 0:
+        parser.error("--shutdown-grace-seconds must be >= 0")
     if ns.max_request_bytes < 1024:
         parser.error("--max-request-bytes must be at least 1024")
     if not is_loopback(ns.host) and not ns.api_key and not ns.insecure_no_auth:

@@ -15,6 +15,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import httpx
 
@@ -53,7 +54,8 @@ class ServerHandle:
 
 
 def start_server(model_path: str, buffer_dir: Path, *extra: str, api_key: str | None = "sk-test",
-                 timeout: float = 180.0, log_dir: Path | None = None, port: int | None = None) -> ServerHandle:
+                 timeout: float = 180.0, log_dir: Path | None = None, port: int | None = None,
+                 command_prefix: Sequence[str] = ()) -> ServerHandle:
     """Launch ``python -m openclaw_rl.server`` with capture on and wait until ``/healthz`` answers.
 
     Args:
@@ -64,13 +66,15 @@ def start_server(model_path: str, buffer_dir: Path, *extra: str, api_key: str | 
         timeout: seconds to wait for start-up.
         log_dir: where ``server-<port>.log`` goes (default: next to ``buffer_dir``).
         port: the port (default: a free one).
+        command_prefix: a command that runs the server (it must ``exec`` it, keeping the PID),
+            e.g. ``unshare -m sh -c '<mount a small disk>; exec "$@"' sh``.
 
     Raises:
         RuntimeError: the server exited or did not answer in time (the message holds its log).
     """
     port = port or free_port()
     log_path = (log_dir or buffer_dir.parent) / f"server-{port}.log"
-    cmd = [sys.executable, "-m", "openclaw_rl.server", "--model-path", str(model_path),
+    cmd = [*command_prefix, sys.executable, "-m", "openclaw_rl.server", "--model-path", str(model_path),
            "--host", "127.0.0.1", "--port", str(port), "--backend", "transformers",
            "--enable-rl-intercept", "--rl-buffer-dir", str(buffer_dir), "--log-level", "warning", *extra]
     if api_key:
