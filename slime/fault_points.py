@@ -16,7 +16,7 @@ and closes it (:func:`release`), or kills the process. Points (where they are ca
 * ``save_written`` -- the train actor, the checkpoint's files written, before the rename that
   makes it the newest (:func:`slime.checkpoint.save_checkpoint`);
 * ``publish`` -- the rollout service, the weights exported, before the server is asked to load
-  them.
+  them (its ``step`` is the weight version being published: the step number in a fresh run).
 """
 
 from __future__ import annotations

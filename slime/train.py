@@ -100,7 +100,9 @@ def train(cfg, logger: MetricsLogger | None = None) -> dict:
     Raises:
         ConfigError / ValueError / slime.plugins.PluginError: from :func:`check_run`, before
             anything starts.
-        Exceptions from the actors propagate after the service is shut down.
+        slime.actor_death.ActorDied: an actor's process died (its one-line message names it, the
+            step and how to resume), after the service is shut down.
+        Other exceptions from the actors propagate after the service is shut down.
     """
     for line in check_run(cfg):
         log.info("plugin %s", line)

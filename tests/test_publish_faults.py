@@ -19,14 +19,13 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import httpx
 import pytest
 import torch
 
-from openclaw_rl.models import load_model, resolve_model_path
+from openclaw_rl.models import load_model
 from openclaw_rl.rollout.publish import post_weights
 from slime.errors import PublishFailed
 from slime.fault_points import FAULT_AT_ENV, FAULT_DIR_ENV, release, wait_reached
