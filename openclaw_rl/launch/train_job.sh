@@ -22,6 +22,8 @@
 #   METHOD_ARGS (a method folder's plugin flags). They come after --model-path $MODEL_PATH --save
 #   $CKPT_SAVE_DIR (and --num-rollout 100000 for live traffic), so a group without them still runs;
 #   arguments of the launch script come last (later flags win).
+# A failed job: the last line is "<script>: job <id> failed (exit N): slime/train.py: error: ..." (the
+# trainer's one-line reason, e.g. which actor died in which step and how to resume).
 # Stopping: Ctrl-C (or SIGTERM) stops the job (ray job stop: the trainer shuts the server and the
 # judges down) and then the Ray head this script started, by its PID; a head that was already
 # running is left alone.
@@ -185,5 +187,11 @@ submit_train_job() {
   SUBMIT_PID=$!
   wait "$SUBMIT_PID" || rc=$?
   JOB_FINISHED=1
+  if [ "$rc" != 0 ]; then  # Ray repeats the job's last logs after "failed": end on the trainer's own line
+    local why
+    why=$(ray job logs --address "http://127.0.0.1:$RAY_DASHBOARD_PORT" "$JOB_ID" 2>/dev/null \
+      | grep -E '^slime/train.py: (error|stopped)' | tail -n 1)
+    echo "$LAUNCH_SCRIPT: job $JOB_ID failed (exit $rc)${why:+: $why}" >&2
+  fi
   return "$rc"
 }
