@@ -35,18 +35,23 @@ from typing import Any
 
 import torch
 
+from slime.fault_points import reached
+
 __all__ = [
     "LATEST_NAME",
     "TrainerState",
     "capture_rng_state",
     "find_latest_checkpoint",
     "resolve_checkpoint_dir",
+    "resume_point",
     "load_checkpoint",
     "restore_rng_state",
     "save_checkpoint",
 ]
 
 LATEST_NAME = "checkpoint-latest"
+#: the run's config, written to ``<save>/`` when the train actor starts
+RUN_CONFIG = "run_config.json"
 STATE_FILE = "trainer_state.json"
 OPTIMIZER_FILE = "optimizer.pt"
 
@@ -153,8 +158,8 @@ def save_checkpoint(
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"checkpoint-{state.step}"
     tmp = root / f".tmp-checkpoint-{state.step}-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
+    for stale in root.glob(f".tmp-checkpoint-{state.step}-*"):  # left by a trainer killed mid-save
+        shutil.rmtree(stale, ignore_errors=True)
     if state.rng_state is None:
         state = TrainerState(state.step, state.weight_version, state.data_cursor, capture_rng_state(), dict(state.extra))
 
@@ -164,6 +169,7 @@ def save_checkpoint(
     if optimizer is not None:
         torch.save(optimizer.state_dict(), tmp / OPTIMIZER_FILE)
     (tmp / STATE_FILE).write_text(state.to_json())
+    reached("save_written", state.step)  # a fault test may kill the trainer here (slime.fault_points)
 
     if final.exists():
         shutil.rmtree(final)
@@ -216,6 +222,23 @@ def resolve_checkpoint_dir(path: str | os.PathLike) -> Path:
     if found is None:
         raise FileNotFoundError(f"no checkpoint (trainer_state.json) at or under {p}")
     return found
+
+
+def resume_point(path: str | os.PathLike) -> Path | None:
+    """Where ``--resume-from-checkpoint path`` resumes: the checkpoint folder it names (itself, or a
+    save folder's newest), or None for a save folder of a run that stopped before its first
+    checkpoint (it holds the run's ``run_config.json`` and no checkpoint): that run resumes at
+    step 0 from the base model, and the turns it had trained are trained again, each once.
+
+    Raises:
+        FileNotFoundError: ``path`` is neither (names the path).
+    """
+    try:
+        return resolve_checkpoint_dir(path)
+    except FileNotFoundError:
+        if (Path(path) / RUN_CONFIG).is_file():
+            return None
+        raise
 
 
 def _load_safetensors_dir(ckpt: Path) -> dict[str, torch.Tensor]:

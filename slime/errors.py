@@ -3,6 +3,7 @@
 * :func:`one_line`: any text with all whitespace runs (newlines included) collapsed to one space.
 * :func:`error_line`: ``"Type: message"`` of an exception on one line (what a failed sample, a
   failed judgement or a plugin error records).
+* :class:`PublishFailed`: a weight publish that did not happen and that the run survives.
 * :func:`root_cause_line`: the innermost ``Name: message`` of an exception that stopped a run,
   looking through Ray's task and actor errors (``.cause``) and tracebacks embedded in messages.
 """
@@ -12,7 +13,15 @@ from __future__ import annotations
 import re
 import traceback
 
-__all__ = ["error_line", "one_line", "root_cause_line"]
+__all__ = ["PublishFailed", "error_line", "one_line", "root_cause_line"]
+
+
+class PublishFailed(RuntimeError):
+    """New weights did not reach serving (the server refused them, e.g. their folder vanished, or
+    it stayed unreachable past the retry bound); serving keeps its older weights. A rollout
+    service's ``publish_weights`` raises it for a failure the run survives: the train loop logs
+    one line, counts it (``publish/failures``) and goes on; the next step publishes newer weights."""
+
 
 _ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception|Exit)\w*): (.+)$")
 

@@ -102,6 +102,11 @@ class RolloutService(Protocol):
 
     Class attributes: ``Flags``, the service's flag dataclass (or None).
 
+    ``publish_weights(path, version)`` sends a step's exported weights to serving and returns the
+    version served; a failure the run survives (the server refused the folder, or stayed
+    unreachable) is :class:`slime.errors.PublishFailed`: the train loop counts it
+    (``publish/failures``) and trains on.
+
     Optional: a class method ``default_num_rollout(cfg) -> int | None``, the number of steps
     when ``--num-rollout`` is not given (OpenClaw's: one pass over ``--data-path``; None: the
     flag is required).

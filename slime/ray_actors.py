@@ -27,14 +27,13 @@ from pathlib import Path
 import ray
 
 from slime.calls import call_sync
+from slime.checkpoint import RUN_CONFIG  # noqa: F401 (the run's config file; re-exported)
+from slime.fault_points import reached
 from slime.methods.registry import load_method_class
 from slime.rollout_plugins import load_rollout_function, normalize_rollout_output, rollout_spec
 from slime.services import load_service_class
 
 log = logging.getLogger(__name__)
-
-#: the run's config, written to ``<save>/`` when the train actor starts
-RUN_CONFIG = "run_config.json"
 
 
 def init_ray() -> None:
@@ -163,11 +162,19 @@ class TrainActor:
         """Load ``--resume-from-checkpoint`` if given; returns its step (None otherwise)."""
         if not self.cfg.resume_from_checkpoint:
             return None
+        from slime.checkpoint import resume_point
+        if resume_point(self.cfg.resume_from_checkpoint) is None:  # died before its first checkpoint
+            log.info("%s holds no checkpoint yet: resuming at step 0 from the base model",
+                     self.cfg.resume_from_checkpoint)
+            return 0
         state = self.backend.load(self.cfg.resume_from_checkpoint)
         return int(state.step)
 
-    def train_step(self, samples) -> dict:
-        """One optimizer step per global batch of ``samples``; returns the last step's metrics."""
+    def train_step(self, samples, step: int | None = None) -> dict:
+        """One optimizer step per global batch of ``samples`` (train step ``step`` of the run, for
+        :func:`slime.fault_points.reached`); returns the last step's metrics."""
+        if step is not None:
+            reached("train_step", step)
         gbs = self.cfg.global_batch_size or len(samples)
         metrics: dict = {}
         for i in range(0, len(samples), gbs):
@@ -176,8 +183,13 @@ class TrainActor:
 
     def save(self, step: int, data_cursor=None) -> str:
         """Write ``<save>/checkpoint-<step>`` (the run's config in its trainer state); returns its path."""
+        reached("save", step)
         extra = {"config": json.loads(json.dumps(self.cfg.to_dict(), default=str))}
         return str(self.backend.save(self.cfg.save, step=step, data_cursor=data_cursor, extra=extra))
+
+    def weight_version(self) -> int:
+        """The version of the trainer's current weights."""
+        return self.backend.weight_version
 
     def export_weights(self) -> tuple[str, int]:
         """Export the current weights for serving to ``<save>/published/version-<N>``; returns

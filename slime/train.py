@@ -32,7 +32,7 @@ if __package__ in (None, ""):  # `python slime/train.py`: make the repository im
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from slime.arguments import ConfigError  # noqa: E402
-from slime.errors import root_cause_line  # noqa: E402,F401 (part of this module's API)
+from slime.errors import one_line, root_cause_line  # noqa: E402,F401 (part of this module's API)
 from slime.monitor import MetricsLogger  # noqa: E402
 from slime.run_args import parse_run_args, with_absolute_paths  # noqa: E402
 
@@ -60,9 +60,9 @@ def check_run(cfg) -> list[str]:
     for warning in service_cls.check(cfg):
         log.warning("%s", warning)
     if cfg.resume_from_checkpoint:
-        from slime.checkpoint import resolve_checkpoint_dir
+        from slime.checkpoint import resume_point
         try:
-            resolve_checkpoint_dir(cfg.resume_from_checkpoint)
+            resume_point(cfg.resume_from_checkpoint)
         except FileNotFoundError as exc:
             raise ConfigError(f"--resume-from-checkpoint {cfg.resume_from_checkpoint}: {exc}") from None
     if not cfg.num_rollout and num_rollout(cfg) is None:
@@ -100,7 +100,9 @@ def train(cfg, logger: MetricsLogger | None = None) -> dict:
     Raises:
         ConfigError / ValueError / slime.plugins.PluginError: from :func:`check_run`, before
             anything starts.
-        Exceptions from the actors propagate after the service is shut down.
+        slime.actor_death.ActorDied: an actor's process died (its one-line message names it, the
+            step and how to resume), after the service is shut down.
+        Other exceptions from the actors propagate after the service is shut down.
     """
     for line in check_run(cfg):
         log.info("plugin %s", line)
@@ -110,8 +112,11 @@ def train(cfg, logger: MetricsLogger | None = None) -> dict:
 def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
     """The loop itself, for a config that passed :func:`check_run`; returns a summary dict."""
     import ray
+    from ray.exceptions import RayActorError
 
+    from slime.actor_death import ActorDied, actor_death_line
     from slime.methods.registry import load_method_class
+    from slime.publish import Publisher
     from slime.ray_actors import RolloutManager, TrainActor, init_ray
 
     if not cfg.num_rollout:
@@ -125,15 +130,17 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
     manager = RolloutManager.remote(cfg, resume_step)
     start = resume_step or 0
     summary = {"steps": 0, "versions_published": 0, "samples_trained": 0, "start_step": start}
+    working_step = start + 1
     t0 = time.time()
     try:
+        publisher = Publisher(trainer, manager, served=None if resume_step else 0)
         if resume_step is not None:  # serve the resumed weights: new turns and staleness count from them
-            path, version = ray.get(trainer.export_weights.remote())
-            ray.get(manager.publish_weights.remote(path, version))
-            summary["resumed_weight_version"] = version
+            publisher.publish()
+            summary["resumed_weight_version"] = ray.get(trainer.weight_version.remote())
         pending = manager.generate.remote(start)
         saved_step, cursor = start, None
         for rollout_id in range(start, cfg.num_rollout):
+            working_step = rollout_id + 1
             rollout_samples, rollout_metrics = ray.get(pending)
             if not rollout_samples:  # a finite source (offline data) is used up
                 log.info("the rollout returned no samples (its data is used up): stopping after step %d", rollout_id)
@@ -149,7 +156,7 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
                 if method.prepares_samples():
                     samples = ray.get(trainer.prepare_samples.remote(samples))
                 samples, adv_metrics = method.compute_advantages(samples)
-                train_metrics = ray.get(trainer.train_step.remote(samples))
+                train_metrics = ray.get(trainer.train_step.remote(samples, rollout_id + 1))
             except Exception:
                 ray.get(manager.release.remote(rollout_samples))
                 raise
@@ -159,25 +166,26 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
             if cfg.save and ((cfg.save_interval and step % cfg.save_interval == 0) or last):
                 ray.get(trainer.save.remote(step, cursor))
                 saved_step = step
-            path, version = ray.get(trainer.export_weights.remote())
-            served = ray.get(manager.publish_weights.remote(path, version))
-            ray.get(trainer.prune_published.remote(served))  # serving has swapped past the older ones
+            publish_metrics = publisher.publish()  # a failed publish is counted, never fatal
             rollout_metrics = {**rollout_metrics, **admit_metrics}
             summary["steps"] += 1
-            summary["versions_published"] += 1
+            summary["versions_published"] += publish_metrics["publish/ok"]
             summary["samples_trained"] += len(samples)
             metrics = {**{f"train/{k}": v for k, v in train_metrics.items()}, **rollout_metrics, **adv_metrics,
-                       "loss": train_metrics.get("loss", float("nan")), "weight_version": served,
+                       "loss": train_metrics.get("loss", float("nan")), **publish_metrics,
                        "elapsed_s": time.time() - t0}
             logger.log(step, metrics)
             if not cfg.async_train and not last:
                 pending = manager.generate.remote(rollout_id + 1)
         summary["final_metrics"] = ray.get(manager.metrics.remote())
+        summary["publish_failures"] = publisher.failures
+    except RayActorError as exc:  # an actor's process is gone (SIGKILL, OOM killer, crash): one line
+        raise ActorDied(actor_death_line(exc, cfg, working_step)) from exc
     finally:
         try:
             ray.get(manager.shutdown.remote(), timeout=120)
         except Exception as exc:  # keep the original error
-            log.warning("shutdown failed: %s", exc)
+            log.warning("shutdown failed: %s", one_line(exc, 300))
         summary["plot"] = str(logger.close())
     summary["wall_s"] = round(time.time() - t0, 1)
     return summary
@@ -210,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:  # ConfigError and PluginError are ValueErrors
         print(f"slime/train.py: error: {exc}", file=sys.stderr)
         return 2
+    from slime.actor_death import ActorDied
     from slime.plugin_failures import plugin_error_message
     _interrupt_on_sigterm()
     try:
@@ -220,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # one line naming the cause; the full traceback goes to a file
         message = plugin_error_message(exc)  # already names the plugin and what it did
         if message is None:
-            message = root_cause_line(exc)
+            message = str(exc) if isinstance(exc, ActorDied) else root_cause_line(exc)
             where = Path(cfg.log_dir) / "error.log"
             try:
                 where.parent.mkdir(parents=True, exist_ok=True)

@@ -35,3 +35,21 @@ def test_binary_rl_script_one_offline_step(tiny_server, ray_head, tmp_path):
     assert (tmp_path / "ckpt" / "checkpoint-latest" / "trainer_state.json").is_file()
     rows = list((tmp_path / "logs").glob("run-*/metrics.jsonl"))
     assert rows and '"step": 1' in rows[0].read_text()
+
+
+def test_a_failed_job_ends_on_the_trainers_one_line_reason(ray_head, tmp_path):
+    """Ray's client repeats the job's last logs after "Job ... failed"; the launch script's last line
+    is the trainer's own one-line error (here: a resume from a folder with no checkpoint)."""
+    port, dash = ray_head
+    data = tmp_path / "sessions.jsonl"
+    data.write_text('{"session_id": "s", "turns": [{"prompt": "q", "response": "a", "next_state": "ok"}]}\n')
+    env = job_env(port, dash, MODEL_PATH="builtin:tiny-qwen3", DATA_PATH=str(data),
+                  CKPT_SAVE_DIR=str(tmp_path / "ckpt"), RL_BUFFER_DIR=str(tmp_path / "buf"),
+                  LOG_DIR=str(tmp_path / "logs"), EXTRA_ARGS=f"--resume-from-checkpoint {tmp_path / 'none'}")
+    r = subprocess.run(["bash", str(REPO / "openclaw-rl" / "run_qwen3_7b_openclaw_rl.sh")], env=env,
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode != 0
+    last = r.stderr.rstrip().splitlines()[-1]
+    assert last.startswith("run_qwen3_7b_openclaw_rl.sh: job openclaw-openclaw-rl-"), r.stderr[-3000:]
+    assert last.endswith(f"failed (exit {r.returncode}): slime/train.py: error: --resume-from-checkpoint "
+                         f"{tmp_path / 'none'}: no checkpoint (trainer_state.json) at or under {tmp_path / 'none'}"), last

@@ -26,6 +26,8 @@
 #   arguments of the launch script come last (later flags win).
 # Inside a Ray job (the script itself submitted with `ray job submit -- bash <script>`), the
 # trainer runs directly on that job's cluster: no head is started and no nested job is submitted.
+# A failed job: the last line is "<script>: job <id> failed (exit N): slime/train.py: error: ..." (the
+# trainer's one-line reason, e.g. which actor died in which step and how to resume).
 # Stopping: Ctrl-C (or SIGTERM) stops the job (ray job stop: the trainer shuts the server and the
 # judges down) and then the Ray head this script started, by its PID; a head that was already
 # running is left alone.
@@ -236,5 +238,11 @@ submit_train_job() {
   done
   rm -f "$submit_err"
   JOB_FINISHED=1
+  if [ "$rc" != 0 ]; then  # Ray repeats the job's last logs after "failed": end on the trainer's own line
+    local why
+    why=$(ray job logs --address "$JOB_API" "$JOB_ID" 2>/dev/null \
+      | grep -E '^slime/train.py: (error|stopped)' | tail -n 1)
+    echo "$LAUNCH_SCRIPT: job $JOB_ID failed (exit $rc)${why:+: $why}" >&2
+  fi
   return "$rc"
 }

@@ -45,6 +45,9 @@ class OpenClawFlags:
     admin_api_key: str | None = flag(None, "key of the server's /admin endpoints (weight updates): given to the "
                                      "started server, sent to --server-url", env="OPENCLAW_ADMIN_API_KEY",
                                      default_text="none: the server takes updates only from loopback")
+    publish_retry_s: float = flag(60.0, "keep retrying a weight publish this many seconds while the server is "
+                                  "unreachable (restarting); then the step's publish counts as failed "
+                                  "(publish/failures) and training goes on", ge=0)
     served_model_name: str = flag("policy", "model name the started server reports")
     session_idle_timeout: float = flag(600.0, "seconds of silence that end a session on the started server",
                                        gt=0)

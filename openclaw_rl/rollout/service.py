@@ -16,8 +16,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from openclaw_rl.capture.export import import_sessions
 from openclaw_rl.capture.store import TrajectoryStore
 from openclaw_rl.capture.text_turns import needs_ids, tokenize_untokenized_turns
@@ -25,7 +23,9 @@ from openclaw_rl.rollout.data_source import StoreDataSource
 from openclaw_rl.rollout.flags import SERVER_SIDE_FLAGS, OpenClawFlags
 from openclaw_rl.rollout.judge_loop import JudgeLoop
 from openclaw_rl.rollout.prompt_rollout import DEFAULT_GENERATE
+from openclaw_rl.rollout.publish import post_weights
 from openclaw_rl.rollout.turn_judges import PRMTurnJudge, build_prm
+from slime.fault_points import reached
 from slime.flags import ConfigError, option_name
 from slime.hooks import RolloutChoice
 from slime.paths import caller_cwd, published_dir
@@ -217,21 +217,20 @@ class OpenClawRolloutService:
         return self.cfg.with_section_values("service", **values)
 
     def publish_weights(self, path: str, version: int) -> int:
-        """Send new weights to the serving engine; returns the version it now serves.
+        """Send new weights to the serving engine (:func:`openclaw_rl.rollout.publish.post_weights`:
+        an unreachable server is retried for ``--publish-retry-s``); returns the version it now serves.
 
         Raises:
-            RuntimeError: the server refused the update (its error message included).
+            slime.errors.PublishFailed: the server refused the update (e.g. the folder vanished
+                before it loaded it) or stayed unreachable; it keeps serving its older weights.
         """
         self.data_source.current_version = version
         if not self.server_url:
             return version  # offline training: nothing serves
+        reached("publish", version)  # a fault test may pull the folder away here (slime.fault_points)
         key = self.flags.admin_api_key or self.api_key
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        r = httpx.post(f"{self.server_url}/admin/update_weights_from_disk", headers=headers,
-                       json={"model_path": str(path), "weight_version": int(version)}, timeout=600)
-        if r.status_code != 200:
-            raise RuntimeError(f"weight update to version {version} failed: {r.status_code} {r.text}")
-        return r.json()["weight_version"]
+        return post_weights(self.server_url, path, version, headers, retry_s=self.flags.publish_retry_s)
 
     def metrics(self) -> dict:
         """Judge counters, data-source counters and the backlog."""

@@ -1,0 +1,159 @@
+"""The trainer dying mid-step (issue 16): the train actor's process is SIGKILLed at a precise point
+of a step (:mod:`slime.fault_points`: it blocks there and the test kills it), ``slime/train.py``
+reports it in one line naming what died, in which step and how to resume, and the resumed run
+trains every turn exactly once: claims of the dead step go back, turns of a checkpointed step are
+not trained again, turns marked trained by a step that was not saved are trained again (once).
+
+Real Ray (a local cluster on loopback, inside the suite's ``unshare -n``), the real trainer on
+``builtin:tiny-qwen3``, the real SQLite store with recorded sessions imported offline."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from slime.fault_points import FAULT_AT_ENV, FAULT_DIR_ENV, wait_reached
+
+REPO = Path(__file__).resolve().parent.parent
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+TURNS, BATCH, STEPS = 6, 2, 3
+
+
+def _sessions(path: Path) -> None:
+    path.write_text("".join(json.dumps({"session_id": f"s{i}", "turns": [
+        {"prompt": [{"role": "user", "content": f"question {i}"}], "response": f"answer {i}",
+         "next_state": "thanks"}]}) + "\n" for i in range(TURNS)))
+
+
+def _start(work: Path, *args: str, fault: str | None = None) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RAY_ADDRESS", "SLIME_CALLER_CWD", "DATA_PATH", FAULT_AT_ENV, FAULT_DIR_ENV)}
+    env["OMP_NUM_THREADS"] = "1"
+    if fault:
+        env.update({FAULT_AT_ENV: fault, FAULT_DIR_ENV: str(work / "faults")})
+    return subprocess.Popen(
+        [sys.executable, str(REPO / "slime" / "train.py"), "--model-path", "builtin:tiny-qwen3",
+         "--data-path", "sessions.jsonl", "--custom-rm-path", "tests/plugins/low_ids_reward.py",
+         "--rollout-batch-size", str(BATCH), "--num-rollout", str(STEPS), "--save", "./ckpt", "--save-interval", "1",
+         "--log-dir", "./logs", *args],
+        cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _trained(work: Path) -> dict[int, tuple[str, int | None]]:
+    """``{turn id: (status, trained_step)}`` of the store's main turns."""
+    db = sqlite3.connect(work / "ckpt" / "rl_buffer" / "trajectories.sqlite")
+    try:
+        return {i: (s, t) for i, s, t in db.execute(
+            "SELECT id, status, trained_step FROM turns WHERE turn_type='main' ORDER BY id")}
+    finally:
+        db.close()
+
+
+def _kill_at(work: Path, fault: str) -> tuple[str, str]:
+    """Run until a process blocks at ``fault``, SIGKILL it, and return the run's (stdout, stderr)."""
+    (work / "faults").mkdir()
+    run = _start(work, fault=fault)
+    try:
+        pid = wait_reached(work / "faults", fault, timeout_s=600, proc=run)
+        os.kill(pid, signal.SIGKILL)
+        out, err = run.communicate(timeout=300)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == 1, err[-3000:]
+    return out, err
+
+
+def _resume(work: Path) -> dict:
+    run = _start(work, "--resume-from-checkpoint", "ckpt")
+    out, err = run.communicate(timeout=900)
+    assert run.returncode == 0, out[-2000:] + err[-4000:]
+    return json.loads(out[out.index("{"):])
+
+
+def _assert_one_line_report(err: str, work: Path, step: int, resume_words: str) -> None:
+    assert "Traceback" not in err, err[-4000:]
+    errors = [line for line in err.splitlines() if "error" in line.lower() and "slime/train.py" in line]
+    assert len(errors) == 1, errors
+    line = err.rstrip().splitlines()[-1]
+    assert line == errors[0], err[-3000:]
+    assert line.startswith("slime/train.py: error: the train actor (TrainActor, pid "), line
+    assert f"died in step {step} (Ray: worker exit type SYSTEM_ERROR: the process was killed" in line, line
+    assert f"resume with --resume-from-checkpoint {work / 'ckpt'} ({resume_words}" in line, line
+
+
+def _assert_each_turn_trained_once(work: Path, summary: dict, start: int) -> None:
+    final = _trained(work)
+    assert {status for status, _ in final.values()} == {"trained"}, final
+    # every turn in exactly one step of the resumed lineage; every step trained a full batch
+    assert Counter(step for _, step in final.values()) == {s: BATCH for s in range(1, STEPS + 1)}, final
+    assert summary["start_step"] == start and summary["steps"] == STEPS - start
+    assert summary["samples_trained"] == BATCH * (STEPS - start)
+    state = json.loads((work / "ckpt" / "checkpoint-latest" / "trainer_state.json").read_text())
+    assert state["step"] == STEPS and state["weight_version"] == STEPS
+
+
+def test_killed_mid_step_then_resumed(tmp_path):
+    """Killed inside step 2's optimizer work (its turns claimed, not marked): the claims go back,
+    the resumed run continues from checkpoint-1 and trains the other four turns, step 1's turns
+    are not trained again."""
+    work = tmp_path / "run"
+    work.mkdir()
+    _sessions(work / "sessions.jsonl")
+    _, err = _kill_at(work, "train_step@2")
+    _assert_one_line_report(err, work, 2, "checkpoint-1; turns trained after it are trained again")
+    after_kill = _trained(work)
+    step1 = {i for i, (s, t) in after_kill.items() if t == 1}
+    assert len(step1) == BATCH and all(after_kill[i][0] == "trained" for i in step1)
+    # the dead step's claims went back: nothing is left claimed, every other turn waits to be trained
+    assert {s for i, (s, _) in after_kill.items() if i not in step1} == {"judged"}, after_kill
+
+    summary = _resume(work)
+    _assert_each_turn_trained_once(work, summary, start=1)
+    assert summary["resumed_weight_version"] == 1
+    assert {i for i, (_, t) in _trained(work).items() if t == 1} == step1  # not trained again
+
+
+def test_killed_after_marking_before_the_first_checkpoint_then_resumed(tmp_path):
+    """Killed after step 1's turns were marked trained but before checkpoint-1 was written (no
+    checkpoint at all): the report says resuming starts over; ``--resume-from-checkpoint <save>``
+    resumes at step 0 from the base model and trains step 1's turns again, each once (they are in
+    no saved weights)."""
+    work = tmp_path / "run"
+    work.mkdir()
+    _sessions(work / "sessions.jsonl")
+    _, err = _kill_at(work, "save@1")
+    _assert_one_line_report(err, work, 1, "no checkpoint yet: it starts over from the base model")
+    after_kill = _trained(work)
+    assert Counter(s for s, _ in after_kill.values()) == {"trained": BATCH, "judged": TURNS - BATCH}, after_kill
+    assert not (work / "ckpt" / "checkpoint-latest").exists()
+
+    summary = _resume(work)
+    _assert_each_turn_trained_once(work, summary, start=0)
+    assert summary["resumed_weight_version"] == 0
+
+
+def test_killed_after_writing_a_checkpoint_before_it_counts_then_resumed(tmp_path):
+    """Killed with checkpoint-2's files written but not yet renamed into place (step 2's turns are
+    marked trained): checkpoint-1 stays the newest, the resumed run trains step 2's turns again
+    (once) and the half-written folder is cleaned up."""
+    work = tmp_path / "run"
+    work.mkdir()
+    _sessions(work / "sessions.jsonl")
+    _, err = _kill_at(work, "save_written@2")
+    _assert_one_line_report(err, work, 2, "checkpoint-1; turns trained after it are trained again")
+    assert Counter(t for _, t in _trained(work).values()) == {1: BATCH, 2: BATCH, None: TURNS - 2 * BATCH}
+    assert list((work / "ckpt").glob(".tmp-checkpoint-2-*"))
+
+    summary = _resume(work)
+    _assert_each_turn_trained_once(work, summary, start=1)
+    assert not list((work / "ckpt").glob(".tmp-checkpoint-*"))
