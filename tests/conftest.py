@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# The servers the tests start skip the grammar warm-up (~4 s of CPU each on 2 cores); forced tool
+# calls then take the lazy path, and tests/test_grammar_off_loop.py covers the warm-up itself.
+os.environ.setdefault("OPENCLAW_GRAMMAR_WARMUP", "0")
 
 from tests.support.server import running_server
 

@@ -155,5 +155,10 @@ class Engine(abc.ABC):
                 before the swap, so the old weights keep serving).
         """
 
+    def warm_up(self) -> None:
+        """Build, once, what the first constrained request would otherwise build while serving
+        (e.g. the grammar tokenizer). Blocking and thread-safe: the server calls it on a thread
+        of its own at start. The default does nothing."""
+
     async def aclose(self) -> None:
         """Release resources (worker threads); pending requests end with ``abort``."""

@@ -75,6 +75,7 @@ class GrammarConstraint:
         self.vocab_size = vocab_size
         self._words = (vocab_size + 31) // 32
         self._bits = torch.arange(32, dtype=torch.int32)
+        self._allowed_V: torch.Tensor | None = None  # the mask until the next consume()
 
     def allowed_V(self) -> torch.Tensor:
         """Boolean mask of allowed next tokens, shape [V].
@@ -84,6 +85,8 @@ class GrammarConstraint:
         """
         from llguidance.torch import fill_next_token_bitmask
 
+        if self._allowed_V is not None:
+            return self._allowed_V
         if self._matcher.is_error():
             raise ValueError(f"grammar matcher failed: {self._matcher.get_error()}")
         mask = torch.zeros((1, self._words), dtype=torch.int32)
@@ -91,6 +94,7 @@ class GrammarConstraint:
         allowed = ((mask[0].unsqueeze(1) >> self._bits) & 1).flatten()[:self.vocab_size].bool()
         if not bool(allowed.any()):
             raise ValueError(f"grammar allows no token here: {self._matcher.get_error() or 'dead end'}")
+        self._allowed_V = allowed
         return allowed
 
     def consume(self, token_id: int) -> None:
@@ -99,5 +103,16 @@ class GrammarConstraint:
         Raises:
             ValueError: the token was not allowed.
         """
+        self._allowed_V = None
         if not self._matcher.consume_token(int(token_id)):
             raise ValueError(f"token {token_id} violates the grammar: {self._matcher.get_error()}")
+
+
+def warm_up(ll_tokenizer, vocab_size: int) -> None:
+    """Do llguidance's one-time work (its first mask of a process takes ~2 s) on a trivial grammar.
+
+    Args:
+        ll_tokenizer: from :func:`grammar_tokenizer`.
+        vocab_size: logit width [V].
+    """
+    GrammarConstraint(ll_tokenizer, 'start: "a"', vocab_size).allowed_V()

@@ -23,7 +23,7 @@ import torch
 
 from openclaw_rl.engine.base import (Engine, EngineError, GenerationOutput, PromptTooLongError,
                                      SamplingParams, TokenEvent)
-from openclaw_rl.engine.grammar import GrammarConstraint, grammar_tokenizer
+from openclaw_rl.engine.grammar import GrammarConstraint, grammar_tokenizer, warm_up
 from openclaw_rl.engine.sampling import sample_next_token
 from openclaw_rl.engine.weight_check import (InvalidWeightsError, check_state_dict, load_checked_adapter,
                                              load_checked_model)
@@ -112,13 +112,8 @@ class TransformersEngine(Engine):
             model, version = self._model, self._version
         result.weight_version = version
         constraint = None
-        if params.grammar is not None:
-            vocab = int(self._model.config.vocab_size)
-            ll_tok = await asyncio.to_thread(grammar_tokenizer, self.tokenizer, vocab, self.eos_token_ids)
-            try:
-                constraint = GrammarConstraint(ll_tok, params.grammar, vocab)
-            except ValueError as exc:
-                raise EngineError(str(exc)) from exc
+        if params.grammar is not None:  # off the event loop: the first build holds the GIL for seconds
+            constraint = await asyncio.to_thread(self._new_constraint, params.grammar)
         seed = (params.seed % 2 ** 63) if params.seed is not None else random.getrandbits(63)
         req = _Request(prompt_ids=prompt, params=params, model=model, version=version,
                        loop=asyncio.get_running_loop(), queue=asyncio.Queue(), result=result,
@@ -144,6 +139,27 @@ class TransformersEngine(Engine):
             if not finished:
                 req.cancelled = True
                 result.finish_reason = "abort"
+
+    def warm_up(self) -> None:
+        """Build the grammar tokenizer and llguidance's first mask (~4 s of CPU on a 150k vocabulary,
+        most of it holding the GIL); thread-safe, done once per engine."""
+        vocab = int(self._model.config.vocab_size)
+        warm_up(grammar_tokenizer(self.tokenizer, vocab, self.eos_token_ids), vocab)
+
+    def _new_constraint(self, grammar: str) -> GrammarConstraint:
+        """The matcher of one request with its first mask computed (blocking; run on a thread).
+
+        Raises:
+            EngineError: the grammar does not compile.
+        """
+        vocab = int(self._model.config.vocab_size)
+        try:
+            constraint = GrammarConstraint(grammar_tokenizer(self.tokenizer, vocab, self.eos_token_ids),
+                                           grammar, vocab)
+            constraint.allowed_V()
+        except ValueError as exc:
+            raise EngineError(str(exc)) from exc
+        return constraint
 
     def load_weights(self, source: str | Mapping[str, object], version: int | None = None) -> int:
         if version is not None and int(version) < self._version:

@@ -1,6 +1,18 @@
 """The OpenAI-compatible intercept server (serving loop + capture)."""
 
+import logging
+import threading
+
 from openclaw_rl.server.config import ServerConfig, build_parser, parse_server_args
+
+log = logging.getLogger(__name__)
+
+
+def _warm_up(engine) -> None:
+    try:
+        engine.warm_up()
+    except Exception:  # a failed warm-up only means the first forced call builds it instead
+        log.exception("grammar warm-up failed")
 
 
 def build_server(config: "ServerConfig", engine=None):
@@ -14,7 +26,7 @@ def build_server(config: "ServerConfig", engine=None):
     Returns:
         ``(app, engine, store)``; ``store`` is None without ``--enable-rl-intercept``. The
         graceful-shutdown state (:class:`openclaw_rl.server.shutdown.Drain`) is
-        ``app.state.drain``.
+        ``app.state.drain``, the :class:`openclaw_rl.server.chat.ChatService` ``app.state.service``.
 
     Raises:
         ValueError: bad model path, backend or side-turn rules file.
@@ -37,6 +49,8 @@ def build_server(config: "ServerConfig", engine=None):
     if engine is None:
         engine = create_engine(config.backend, config.model_path, device=config.device,
                                max_context=config.max_context)
+    if config.grammar_warmup and engine.supports_grammar:
+        threading.Thread(target=_warm_up, args=(engine,), name="grammar-warmup", daemon=True).start()
     tokenizer = load_tokenizer(config.model_path)
     store = recorder = None
     admission = AdmissionControl(config.max_running_requests, config.max_queued_requests)
@@ -51,7 +65,7 @@ def build_server(config: "ServerConfig", engine=None):
     app = create_app(service, api_key=config.api_key, recorder=recorder, engine_close=engine.aclose,
                      max_request_bytes=config.max_request_bytes, admin_api_key=config.admin_api_key,
                      weights_dirs=config.weights_dir)
-    app.state.drain = drain
+    app.state.drain, app.state.service = drain, service
     return app, engine, store
 
 

@@ -137,7 +137,7 @@ class ChatService:
         turn_type = headers.get("x-turn-type")
         if turn_type is not None and turn_type.strip().lower() not in ("main", "side"):
             raise APIError(400, f"X-Turn-Type must be 'main' or 'side', got {turn_type!r}", param="X-Turn-Type")
-        grammar = tool_choice_grammar(req, self.tokenizer, self.engine)
+        grammar = await asyncio.to_thread(tool_choice_grammar, req, self.tokenizer, self.engine)
         prompt, attr, cont = await self._prepare(req, headers)
         want_lp = bool(req.logprobs)
         params = SamplingParams(

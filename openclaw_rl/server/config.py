@@ -46,6 +46,7 @@ class ServerConfig:
     log_level: str = "info"
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     insecure_no_auth: bool = False
+    grammar_warmup: bool = True
     admin_api_key: str | None = None
     weights_dir: tuple[str, ...] = ()
     max_running_requests: int = DEFAULT_MAX_RUNNING
@@ -116,6 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="on SIGTERM / Ctrl-C: stop accepting connections, give requests in flight this long to "
                         "finish, then end the generations still running with finish reason 'length' (their turns "
                         f"are recorded), close the store and exit 0 (default {DEFAULT_SHUTDOWN_GRACE:g})")
+    p.add_argument("--grammar-warmup", action=argparse.BooleanOptionalAction,
+                   default=os.environ.get("OPENCLAW_GRAMMAR_WARMUP", "1").strip().lower() not in ("0", "false", "no"),
+                   help="build the constrained-decoding tables (forced tool calls) on a thread at start, so the "
+                        "first forced call does not hold the GIL for seconds while others are served (default on; "
+                        "--no-grammar-warmup or env OPENCLAW_GRAMMAR_WARMUP=0 saves ~4 s of CPU at start and "
+                        "~100 MB when tool_choice is never forced: the first forced call then builds them, "
+                        "off the event loop)")
     p.add_argument("--insecure-no-auth", action="store_true",
                    help="allow a non-loopback --host without --api-key (anyone reaching the port can use the model "
                         "and its /admin endpoints)")

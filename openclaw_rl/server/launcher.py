@@ -38,6 +38,8 @@ class ServerHandle:
     buffer_dir: Path
     api_key: str | None
     log_path: Path
+    #: the server's ``--shutdown-grace-seconds`` (:func:`stop_server` waits that long, plus 15 s)
+    shutdown_grace: float = 30.0
 
     @property
     def base_url(self) -> str:
@@ -83,7 +85,7 @@ def start_server(model_path: str, buffer_dir: Path, *extra: str, api_key: str | 
     fh = open(log_path, "w")
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}  # Ray workers set it to 1
     proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=REPO, env=env)
-    handle = ServerHandle(proc, port, buffer_dir, api_key, log_path)
+    handle = ServerHandle(proc, port, buffer_dir, api_key, log_path, _grace(extra))
     deadline = time.time() + timeout
     while time.time() < deadline:
         if proc.poll() is not None:
@@ -98,12 +100,24 @@ def start_server(model_path: str, buffer_dir: Path, *extra: str, api_key: str | 
     raise RuntimeError(f"server did not start in {timeout}s:\n{handle.log()}")
 
 
+def _grace(flags: Sequence[str]) -> float:
+    """The ``--shutdown-grace-seconds`` among server flags (default 30)."""
+    grace = 30.0
+    for i, flag in enumerate(flags):
+        if flag == "--shutdown-grace-seconds" and i + 1 < len(flags):
+            grace = float(flags[i + 1])
+        elif flag.startswith("--shutdown-grace-seconds="):
+            grace = float(flag.split("=", 1)[1])
+    return grace
+
+
 def stop_server(handle: ServerHandle) -> None:
-    """SIGTERM by PID, SIGKILL if it does not exit in 15 s."""
+    """SIGTERM by PID (a graceful shutdown: requests in flight get the server's grace to end),
+    SIGKILL if it has not exited within the grace plus 15 s."""
     if handle.proc.poll() is None:
         handle.proc.send_signal(signal.SIGTERM)
         try:
-            handle.proc.wait(15)
+            handle.proc.wait(handle.shutdown_grace + 15)
         except subprocess.TimeoutExpired:
             handle.proc.kill()
             handle.proc.wait(15)
