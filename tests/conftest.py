@@ -53,14 +53,3 @@ def tool_server(tmp_path_factory, tool_model):
     with running_server(str(tool_model), buf, "--served-model-name", "tiny-tools",
                         "--default-temperature", "0") as handle:
         yield handle
-
-
-def pytest_collection_modifyitems(config, items):
-    """Under ``pytest -n 2 --dist loadgroup`` (``make test``), every test that starts a Ray
-    cluster runs in one worker, one after another: Ray clusters on one machine share /tmp/ray and
-    the dashboard agent's default port. The other tests spread over the workers. The Ray tests are
-    the longest chain (about 15 min), so they come first: one worker starts them at once."""
-    for item in items:
-        if item.get_closest_marker("ray") is not None:
-            item.add_marker(pytest.mark.xdist_group("ray"))
-    items.sort(key=lambda item: item.get_closest_marker("ray") is None)  # stable: Ray tests first
