@@ -94,13 +94,10 @@ async def update_weights(client: httpx.AsyncClient, base_url: str, api_key: str 
 
 
 def metrics(base_url: str) -> dict[str, float]:
-    """Every un-labelled sample of ``GET /metrics`` (Prometheus text format) as ``{name: value}``."""
-    out = {}
-    for line in httpx.get(f"{admin_root(base_url)}/metrics", timeout=30).text.splitlines():
-        if line and not line.startswith("#") and "{" not in line:
-            name, value = line.split()[:2]
-            out[name] = float(value)
-    return out
+    """Every un-labelled sample of the server's ``GET /metrics`` as ``{name: value}``."""
+    from tests.support.metrics import metrics as read_metrics
+
+    return read_metrics(admin_root(base_url))
 
 
 def rss_mb(pid: int) -> float:
@@ -133,6 +130,18 @@ def store_summary(buffer_dir: Path) -> dict:
         db.close()
     return {"turns": turns, "next_states": nexts, "weight_versions": {int(k): v for k, v in versions.items()},
             "sessions": sessions}
+
+
+def finish(summary: dict, json_path: Path | None) -> int:
+    """Print ``summary["checks"]`` (:func:`report_checks`), write ``summary`` as JSON to
+    ``json_path`` when given; returns the exit status (0 when every check passed, else 1)."""
+    import json
+
+    ok = report_checks(summary["checks"])
+    if json_path:
+        json_path.write_text(json.dumps(summary, indent=2, default=str) + "\n")
+        print(f"wrote {json_path}")
+    return 0 if ok else 1
 
 
 def report_checks(checks: dict[str, bool]) -> bool:

@@ -26,22 +26,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _reliability import metrics, percentile, report_checks  # noqa: E402
+from _reliability import finish, metrics, percentile  # noqa: E402
 
 import openai  # noqa: E402
 
+from tests.support.metrics import write_tool  # noqa: E402
 from tests.support.server import running_server  # noqa: E402
 
 API_KEY = "sk-bench"
-TOOL = {"type": "function", "function": {"name": "write", "parameters": {
-    "type": "object", "properties": {"text": {"type": "string", "minLength": 3000}}, "required": ["text"]}}}
+TOOL = write_tool(3000)
 
 
 async def one(client: openai.AsyncOpenAI, i: int, max_tokens: int, start: asyncio.Event) -> dict:
@@ -138,11 +137,7 @@ def main(argv: list[str] | None = None) -> int:
           f"running {m['openclaw_requests_running']:g}, queued {m['openclaw_requests_queued']:g}")
     for e in errors[:5]:
         print(f"  error: {e}")
-    passed = report_checks(checks)
-    if args.json:
-        args.json.write_text(json.dumps(res, indent=2) + "\n")
-        print(f"wrote {args.json}")
-    return 0 if passed else 1
+    return finish(res, args.json)
 
 
 if __name__ == "__main__":

@@ -34,20 +34,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _reliability import (percentile, prepare_weights, report_checks, store_summary,  # noqa: E402
+from _reliability import (finish, percentile, prepare_weights, store_summary,  # noqa: E402
                           update_weights)
 
 import httpx  # noqa: E402
 from openai import AsyncOpenAI  # noqa: E402
 
-from tests.support.server import start_server, stop_server  # noqa: E402
+from tests.support.server import running_server  # noqa: E402
 
 API_KEY = "sk-bench"
 TOPICS = ("tide pools", "bread baking", "binary search", "volcanoes", "chess openings",
@@ -198,21 +197,14 @@ def main(argv: list[str] | None = None) -> int:
         weights_dir = args.weights_dir or Path(tmp) / "weights"
         folders = prepare_weights(args.model_path, weights_dir, args.updates)
         buffer = Path(tmp) / "buffer"
-        handle = start_server(args.model_path, buffer, "--weights-dir", str(weights_dir),
-                              "--torch-threads", str(args.torch_threads), api_key=API_KEY)
-        try:
+        with running_server(args.model_path, buffer, "--weights-dir", str(weights_dir),
+                            "--torch-threads", str(args.torch_threads), api_key=API_KEY) as handle:
             raw = asyncio.run(run_load(args, handle.base_url, folders))
             final_version = httpx.get(handle.base_url.removesuffix("/v1") + "/healthz", timeout=30).json()[
                 "weight_version"]
-        finally:
-            stop_server(handle)
         s = summarise(args, raw, store_summary(buffer), float(final_version))
     report(s)
-    ok = report_checks(s["checks"])
-    if args.json:
-        args.json.write_text(json.dumps(s, indent=2, default=str) + "\n")
-        print(f"wrote {args.json}")
-    return 0 if ok else 1
+    return finish(s, args.json)
 
 
 if __name__ == "__main__":

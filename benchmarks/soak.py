@@ -30,19 +30,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _reliability import (metrics, percentile, prepare_weights, report_checks, rss_mb, store_bytes,  # noqa: E402
+from _reliability import (finish, metrics, percentile, prepare_weights, rss_mb, store_bytes,  # noqa: E402
                           store_summary, update_weights)
 from _soak_traffic import Traffic  # noqa: E402
 
 from openclaw_rl.server.limits import DEFAULT_MAX_REQUEST_BYTES  # noqa: E402
-from tests.support.server import start_server, stop_server  # noqa: E402
+from tests.support.server import running_server  # noqa: E402
 
 API_KEY = "sk-bench"
 MAX_CONTEXT = 32768  # the tiny model's window, passed explicitly so the over-long prompt is over it
@@ -207,20 +206,13 @@ def main(argv: list[str] | None = None) -> int:
         weights_dir = args.weights_dir or Path(tmp) / "weights"
         folders = prepare_weights(args.model_path, weights_dir, 3)
         buffer = Path(tmp) / "buffer"
-        handle = start_server(args.model_path, buffer, "--weights-dir", str(weights_dir), "--max-context",
-                              str(MAX_CONTEXT), "--torch-threads", str(args.torch_threads), api_key=API_KEY)
-        try:
+        with running_server(args.model_path, buffer, "--weights-dir", str(weights_dir), "--max-context",
+                            str(MAX_CONTEXT), "--torch-threads", str(args.torch_threads), api_key=API_KEY) as handle:
             raw = asyncio.run(soak(args, handle, folders, sample_s))
             store = store_summary(buffer)
-        finally:
-            stop_server(handle)
     s = summarise(args, raw, store, warmup_s)
     report(s)
-    ok = report_checks(s["checks"])
-    if args.json:
-        args.json.write_text(json.dumps(s, indent=2, default=str) + "\n")
-        print(f"wrote {args.json}")
-    return 0 if ok else 1
+    return finish(s, args.json)
 
 
 if __name__ == "__main__":

@@ -6,43 +6,30 @@ it all in Prometheus text format. No timing is asserted: each state is waited fo
 from __future__ import annotations
 
 import threading
-import time
 
 import httpx
 import openai
 import pytest
 
+from tests.support.metrics import metric, wait_metric, write_tool
 from tests.support.server import running_server
 
 AUTH = {"Authorization": "Bearer sk-test"}
 
 
-def _metric(root: str, name: str) -> float:
-    for line in httpx.get(f"{root}/metrics", timeout=10).text.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    raise AssertionError(f"{name} not exported")
 
 
-def _wait(root: str, name: str, value: float, timeout: float = 60) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if _metric(root, name) == value:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{name} never reached {value} (now {_metric(root, name)})")
 
 
 def test_full_server_answers_429_and_serves_the_queue(tmp_path):
     with running_server("builtin:tiny-qwen3", tmp_path / "buf", "--max-running-requests", "1",
                         "--max-queued-requests", "1") as server:
         root = server.base_url.replace("/v1", "")
-        assert _metric(root, "openclaw_max_running_requests") == 1.0
+        assert metric(root, "openclaw_max_running_requests") == 1.0
         # a reply that cannot end early whatever the random model samples: a forced call whose
         # argument must be at least 3000 characters long (constrained decoding masks the end);
         # with 400 tokens to sample it runs for seconds, far longer than the few requests below take
-        tool = {"type": "function", "function": {"name": "write", "parameters": {
-            "type": "object", "properties": {"text": {"type": "string", "minLength": 3000}}, "required": ["text"]}}}
+        tool = write_tool(3000)
         long_body = {"model": "m", "messages": [{"role": "user", "content": "write"}], "max_tokens": 400,
                      "tools": [tool], "tool_choice": {"type": "function", "function": {"name": "write"}}}
         short_body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
@@ -54,24 +41,24 @@ def test_full_server_answers_429_and_serves_the_queue(tmp_path):
 
         first = threading.Thread(target=post, args=("long", long_body))
         first.start()
-        _wait(root, "openclaw_requests_running", 1.0)
+        wait_metric(root, "openclaw_requests_running", 1.0, timeout=60)
         second = threading.Thread(target=post, args=("queued", short_body))
         second.start()
-        _wait(root, "openclaw_requests_queued", 1.0)
+        wait_metric(root, "openclaw_requests_queued", 1.0, timeout=60)
         sdk = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
         with pytest.raises(openai.RateLimitError) as info:
             sdk.chat.completions.create(**short_body)
         assert info.value.code == "server_busy"
         assert info.value.response.headers["retry-after"] == "1"
-        assert _metric(root, "openclaw_requests_rejected_total") == 1.0
+        assert metric(root, "openclaw_requests_rejected_total") == 1.0
         assert results == {}  # the refusal did not wait for the running request
         first.join(600)
         second.join(600)
         assert results == {"long": 200, "queued": 200}
-        _wait(root, "openclaw_requests_running", 0.0)
-        assert _metric(root, "openclaw_requests_queued") == 0.0
-        assert _metric(root, "openclaw_requests_admitted_total") == 2.0
-        assert _metric(root, "openclaw_weight_version") == 0.0
+        wait_metric(root, "openclaw_requests_running", 0.0, timeout=60)
+        assert metric(root, "openclaw_requests_queued") == 0.0
+        assert metric(root, "openclaw_requests_admitted_total") == 2.0
+        assert metric(root, "openclaw_weight_version") == 0.0
 
 
 def test_admission_control_orders_and_refuses():

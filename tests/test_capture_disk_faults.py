@@ -70,7 +70,8 @@ print(json.dumps([ok, rows]))
 
 def _rows(pid: int, db_path: Path) -> list[list]:
     """Integrity check and every turn row, read inside the server's mount namespace (SQLite
-    resolves links in its paths, so ``/proc/<pid>/root/...`` would lead it to the host's disk)."""
+    resolves links in its paths, so the process's root link under ``/proc/<pid>`` would lead it to
+    the host's disk)."""
     proc = subprocess.run(["nsenter", "-t", str(pid), "-m", sys.executable, "-c", _DUMP, str(db_path)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -10,35 +10,22 @@ import json
 import threading
 import time
 
-import httpx
 import openai
 import pytest
 import uvicorn
 
 from openclaw_rl.server import build_server, parse_server_args
 from tests.support.faulty_engine import FailingStepEngine
+from tests.support.metrics import metric, wait_metric, write_tool
 from tests.support.server import free_port
 
 MODEL = "builtin:tiny-qwen3"
 FAULT_SEED, FAULT_STEP = 4242, 5
-LONG_TOOL = {"type": "function", "function": {"name": "write", "parameters": {
-    "type": "object", "properties": {"text": {"type": "string", "minLength": 3000}}, "required": ["text"]}}}
+LONG_TOOL = write_tool(3000)
 
 
-def _metric(root: str, name: str) -> float:
-    for line in httpx.get(f"{root}/metrics", timeout=10).text.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    raise AssertionError(f"{name} not exported")
 
 
-def _wait_metric(root: str, name: str, value: float, timeout: float = 120) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if _metric(root, name) == value:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{name} never reached {value} (now {_metric(root, name)})")
 
 
 @pytest.fixture(params=["model", "step"])
@@ -78,7 +65,7 @@ def test_engine_fault_mid_generation_fails_only_that_request(faulty_server):
 
     long = threading.Thread(target=long_call, daemon=True)
     long.start()
-    _wait_metric(root, "openclaw_requests_running", 1.0)
+    wait_metric(root, "openclaw_requests_running", 1.0)
 
     body = {"model": "m", "messages": [{"role": "user", "content": "tell me a story"}], "max_tokens": 50,
             "seed": FAULT_SEED}
@@ -112,9 +99,9 @@ def test_engine_fault_mid_generation_fails_only_that_request(faulty_server):
     finish, used = results["long"]
     assert (finish, used) == ("length", 200) or (finish == "tool_calls" and used < 200)
     # every slot released, nothing of the failed requests recorded
-    _wait_metric(root, "openclaw_requests_running", 0.0)
-    assert _metric(root, "openclaw_requests_queued") == 0.0
-    assert _metric(root, "openclaw_requests_admitted_total") == 5.0
+    wait_metric(root, "openclaw_requests_running", 0.0)
+    assert metric(root, "openclaw_requests_queued") == 0.0
+    assert metric(root, "openclaw_requests_admitted_total") == 5.0
     assert {t.session_id for t in store.turns()} == {"ok-long", "ok-after"}
     (turn,) = store.turns(session_id="ok-long")
     assert len(turn.response_ids) == len(turn.response_logprobs) == used

@@ -21,6 +21,18 @@ FUNCS = [{"name": "write", "parameters": {"type": "object", "properties": {"text
                                           "required": ["text"]}}]
 
 
+def _record_threads(monkeypatch, module, name: str) -> list[threading.Thread]:
+    """Wrap ``module.name`` so that each call appends the thread it ran on to the returned list."""
+    threads, real = [], getattr(module, name)
+
+    def recording(*args, **kwargs):
+        threads.append(threading.current_thread())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, recording)
+    return threads
+
+
 @pytest.fixture(scope="module")
 def engine():
     eng = create_engine("transformers", "builtin:tiny-qwen3")
@@ -29,14 +41,7 @@ def engine():
 
 
 def test_the_engine_builds_a_requests_matcher_off_the_loop_and_decode_thread(engine, monkeypatch):
-    built_on = []
-    real = engine_mod.GrammarConstraint
-
-    def recording(*args, **kwargs):
-        built_on.append(threading.current_thread())
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(engine_mod, "GrammarConstraint", recording)
+    built_on = _record_threads(monkeypatch, engine_mod, "GrammarConstraint")
     grammar = tool_call_grammar(engine.tokenizer, FUNCS, multiple=False)
 
     async def go():
@@ -52,14 +57,7 @@ def test_the_engine_builds_a_requests_matcher_off_the_loop_and_decode_thread(eng
 
 def test_the_server_renders_the_tool_choice_grammar_off_the_loop(monkeypatch):
     """The chat service calls ``tool_choice_grammar`` through a worker thread."""
-    called_on = []
-    real = chat_mod.tool_choice_grammar
-
-    def recording(*args, **kwargs):
-        called_on.append(threading.current_thread())
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(chat_mod, "tool_choice_grammar", recording)
+    called_on = _record_threads(monkeypatch, chat_mod, "tool_choice_grammar")
     config = parse_server_args(["--model-path", "builtin:tiny-qwen3", "--no-grammar-warmup"])
     app, engine, _ = build_server(config)
     from openclaw_rl.server.protocol import ChatCompletionRequest

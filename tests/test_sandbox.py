@@ -178,9 +178,9 @@ def test_files_copy_dirs_and_file_io(tmp_path):
     with Sandbox(files={"/workspace/a.txt": "A", "/etc/oc.conf": b"k=v"},
                  copy_dirs={str(src): "/workspace/repo"}) as box:
         assert box.run("cat a.txt /etc/oc.conf repo/pkg/mod.py").output == "Ak=vX = 1\n"
-        box.write_file("/root/bin.dat", b"\x00\xffdata", mode=0o600)
-        assert box.read_file("/root/bin.dat") == b"\x00\xffdata"
-        assert box.run("stat -c %a /root/bin.dat").output.strip() == "600"
+        box.write_file("/workspace/bin.dat", b"\x00\xffdata", mode=0o600)
+        assert box.read_file("/workspace/bin.dat") == b"\x00\xffdata"
+        assert box.run("stat -c %a /workspace/bin.dat").output.strip() == "600"
         with pytest.raises(FileNotFoundError):
             box.read_file("/workspace/missing")
         with pytest.raises(IsADirectoryError):
@@ -193,10 +193,12 @@ def test_files_copy_dirs_and_file_io(tmp_path):
             box.write_file("relative.txt", "x")
     with pytest.raises(ValueError):
         Sandbox(files={"/proc/x": "no"})
-    with Sandbox(files={"/work/x": "episode"}) as box:  # the episode's own /work, not the host's
-        assert box.run("cat /work/x; mkdir /data && touch /data/f").output == "episode"
-        assert box.run("ls /data").output == "f\n"  # top-level dirs persist between commands
-    assert not Path("/work/x").exists() and not Path("/data/f").exists()
+    # new top-level folders (named so that the host cannot have them) belong to the episode
+    top, made = f"/episode-{tmp_path.name}", f"/made-{tmp_path.name}"
+    with Sandbox(files={f"{top}/x": "episode"}) as box:
+        assert box.run(f"cat {top}/x; mkdir {made} && touch {made}/f").output == "episode"
+        assert box.run(f"ls {made}").output == "f\n"  # top-level dirs persist between commands
+    assert not Path(top).exists() and not Path(made).exists()
 
 
 def test_concurrent_runs_are_independent(box):

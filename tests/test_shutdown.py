@@ -19,32 +19,19 @@ import openai
 import pytest
 
 from openclaw_rl.capture.store import TrajectoryStore
+from tests.support.metrics import wait_metric, write_tool
 from tests.support.server import start_server, stop_server
 
 MODEL = "builtin:tiny-qwen3"
-TOOL = {"type": "function", "function": {"name": "write", "parameters": {
-    "type": "object", "properties": {"text": {"type": "string", "minLength": 100000}}, "required": ["text"]}}}
+TOOL = write_tool(100000)
 FORCED = {"type": "function", "function": {"name": "write"}}
 # the same with 3000+ characters: 300 tokens end at max_tokens (or, rarely, with a complete call)
-TOOL_3000 = {"type": "function", "function": {"name": "write", "parameters": {
-    "type": "object", "properties": {"text": {"type": "string", "minLength": 3000}}, "required": ["text"]}}}
+TOOL_3000 = write_tool(3000)
 EXIT_MARGIN = 60.0  # seconds beyond the grace the process may take to exit (start-up of a loaded CPU)
 
 
-def _metric(root: str, name: str) -> float:
-    for line in httpx.get(f"{root}/metrics", timeout=10).text.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    raise AssertionError(f"{name} not exported")
 
 
-def _wait_metric(root: str, name: str, value: float, timeout: float = 120) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if _metric(root, name) == value:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{name} never reached {value}")
 
 
 class _SdkStream(threading.Thread):
@@ -89,7 +76,7 @@ def test_sigterm_cuts_a_long_stream_records_it_and_a_restart_resumes_the_session
         long = _SdkStream(sdk, model="m", messages=messages, tools=[TOOL], tool_choice=FORCED, max_tokens=8000,
                           stream_options={"include_usage": True})
         long.start()  # (a forced call's text is held back until it ends: no chunk comes before the cut)
-        _wait_metric(root, "openclaw_requests_running", 1.0)
+        wait_metric(root, "openclaw_requests_running", 1.0)
         queued: dict = {}
 
         def queued_request():  # waits for the only running slot: still queued when the grace runs out
@@ -100,7 +87,7 @@ def test_sigterm_cuts_a_long_stream_records_it_and_a_restart_resumes_the_session
 
         waiter = threading.Thread(target=queued_request, daemon=True)
         waiter.start()
-        _wait_metric(root, "openclaw_requests_queued", 1.0)
+        wait_metric(root, "openclaw_requests_queued", 1.0)
         took = _sigterm_and_wait(server, grace + EXIT_MARGIN)
         long.join(30)
         waiter.join(30)
@@ -165,7 +152,7 @@ def test_a_request_that_ends_within_the_grace_is_served_in_full(tmp_path):
         stream = _SdkStream(sdk, model="m", messages=[{"role": "user", "content": "write"}], tools=[TOOL_3000],
                             tool_choice=FORCED, max_tokens=300, stream_options={"include_usage": True})
         stream.start()
-        _wait_metric(root, "openclaw_requests_running", 1.0)
+        wait_metric(root, "openclaw_requests_running", 1.0)
         server.proc.send_signal(signal.SIGTERM)
         t0 = time.time()
         refused_while_in_flight = None

@@ -107,12 +107,3 @@ class GrammarConstraint:
         if not self._matcher.consume_token(int(token_id)):
             raise ValueError(f"token {token_id} violates the grammar: {self._matcher.get_error()}")
 
-
-def warm_up(ll_tokenizer, vocab_size: int) -> None:
-    """Do llguidance's one-time work (its first mask of a process takes ~2 s) on a trivial grammar.
-
-    Args:
-        ll_tokenizer: from :func:`grammar_tokenizer`.
-        vocab_size: logit width [V].
-    """
-    GrammarConstraint(ll_tokenizer, 'start: "a"', vocab_size).allowed_V()

@@ -23,7 +23,7 @@ import torch
 
 from openclaw_rl.engine.base import (Engine, EngineError, GenerationOutput, PromptTooLongError,
                                      SamplingParams, TokenEvent)
-from openclaw_rl.engine.grammar import GrammarConstraint, grammar_tokenizer, warm_up
+from openclaw_rl.engine.grammar import GrammarConstraint, grammar_tokenizer
 from openclaw_rl.engine.sampling import sample_next_token
 from openclaw_rl.engine.weight_check import (InvalidWeightsError, check_state_dict, load_checked_adapter,
                                              load_checked_model)
@@ -142,9 +142,8 @@ class TransformersEngine(Engine):
 
     def warm_up(self) -> None:
         """Build the grammar tokenizer and llguidance's first mask (~4 s of CPU on a 150k vocabulary,
-        most of it holding the GIL); thread-safe, done once per engine."""
-        vocab = int(self._model.config.vocab_size)
-        warm_up(grammar_tokenizer(self.tokenizer, vocab, self.eos_token_ids), vocab)
+        most of it holding the GIL) with a trivial grammar; thread-safe (the tokenizer is built once)."""
+        self._new_constraint('start: "a"')
 
     def _new_constraint(self, grammar: str) -> GrammarConstraint:
         """The matcher of one request with its first mask computed (blocking; run on a thread).
