@@ -49,8 +49,9 @@ import torch
 from slime.arguments import SlimeConfig
 from slime.batch import SampleBatch, collate_samples, split_micro_batches
 from slime.backend_io import BackendIOMixin
+from slime.data_parallel import DataParallel
 from slime.loss_guard import LossPluginError, callable_name, checked_loss
-from slime.logprobs import compute_token_logprobs
+from slime.logprobs import TokenLogprobs, compute_token_logprobs
 from slime.policy_model import DEFAULT_LORA_TARGET_MODULES, build_policy
 from slime.losses import LossInputs, LossOutputs, PolicyLossConfig, policy_loss, reduce_metrics
 from slime.sample import Sample, SampleStatus
@@ -77,6 +78,7 @@ class _MicroBatch:
 
     samples: list[Sample]
     batch: SampleBatch
+    filler: bool = False  # data parallel: a zero-weighted pass that keeps the ranks' collectives in step
     old_logprobs_B_T: torch.Tensor | None = None
     ref_logprobs_B_T: torch.Tensor | None = None
     entropy_B_T: torch.Tensor | None = None
@@ -112,6 +114,10 @@ class TrainingBackend(BackendIOMixin):
         entropy_metric: compute the ``entropy`` metric even when ``entropy_coef == 0`` (costs one
             softmax over the vocabulary per loss token in the no-grad pass).
         gradient_checkpointing: enable transformers' activation checkpointing of decoder layers.
+        data_parallel: this rank's :class:`slime.data_parallel.DataParallel` when several train
+            actors train the model (FSDP2: the policy is sharded, each rank trains its share of
+            each global batch, checkpoints are gathered); None (default): one process, no
+            torch.distributed.
 
     Attributes:
         model: the trained module (a peft ``PeftModel`` with LoRA).
@@ -142,6 +148,7 @@ class TrainingBackend(BackendIOMixin):
         recompute_old_logprobs: bool = True,
         entropy_metric: bool = True,
         gradient_checkpointing: bool = False,
+        data_parallel: DataParallel | None = None,
     ) -> None:
         self.cfg = cfg
         self.device = torch.device(device)
@@ -175,6 +182,8 @@ class TrainingBackend(BackendIOMixin):
 
         self.is_lora = bool(cfg.use_lora)
         self.model, self.ref_model = build_policy(cfg, model)
+        self.data_parallel = data_parallel
+        self.sharded = None if data_parallel is None else data_parallel.shard(self.model)  # FSDP2 root
         self.trainable_parameters = [p for p in self.model.parameters() if p.requires_grad]
         if not self.trainable_parameters:
             raise ValueError("the model has no trainable parameters")
@@ -211,11 +220,12 @@ class TrainingBackend(BackendIOMixin):
 
     def _logprobs(self, model: torch.nn.Module, mb: _MicroBatch, *, entropy: bool, topk: bool = False):
         b = mb.batch
-        return compute_token_logprobs(
-            model, b.input_ids_B_T, b.attention_mask_B_T, b.response_mask_B_T,
-            chunk_size=self.logprob_chunk_size, temperature=b.temperature_B, top_p=b.top_p_B,
-            return_entropy=entropy, extra_ids_B_T_K=b.teacher_topk_ids_B_T_K if topk else None,
-        )
+        args = (b.input_ids_B_T, b.attention_mask_B_T, b.response_mask_B_T)
+        kwargs = dict(chunk_size=self.logprob_chunk_size, temperature=b.temperature_B, top_p=b.top_p_B,
+                      return_entropy=entropy, extra_ids_B_T_K=b.teacher_topk_ids_B_T_K if topk else None)
+        if self.sharded is not None and model is self.model:  # through the FSDP2 root's hooks
+            return TokenLogprobs(*self.sharded(*args, **kwargs))
+        return compute_token_logprobs(model, *args, **kwargs)
 
     def collate(self, samples: Sequence[Sample]) -> SampleBatch:
         """``samples`` as a :class:`SampleBatch` on this backend's device and float dtype, each
@@ -240,6 +250,19 @@ class TrainingBackend(BackendIOMixin):
         finally:
             self.model.train(was_training)
         return out
+
+    def _micro_batches(self, trained: list[Sample]) -> list[_MicroBatch]:
+        """This rank's micro-batches of the global batch ``trained``: all of it in one process;
+        with data parallelism its share, padded with filler micro-batches (the global batch's
+        first sample, zero-weighted) up to the count of the largest share."""
+        dp, size = self.data_parallel, self.cfg.micro_batch_size
+        mine = trained if dp is None else dp.share(trained)
+        micro = [_MicroBatch(mb, self.collate(mb)) for mb in split_micro_batches(mine, size)]
+        if dp is not None:
+            filler = trained[:1]
+            micro += [_MicroBatch(filler, self.collate(filler), filler=True)
+                      for _ in range(dp.micro_batch_count(len(trained), size) - len(micro))]
+        return micro
 
     def _ref_logprobs(self, mb: _MicroBatch) -> torch.Tensor:
         if self.is_lora:
@@ -302,7 +325,7 @@ class TrainingBackend(BackendIOMixin):
             return metrics
 
         global_num_tokens = float(sum(s.num_loss_tokens for s in trained))
-        micro = [_MicroBatch(mb, self.collate(mb)) for mb in split_micro_batches(trained, self.cfg.micro_batch_size)]
+        micro = self._micro_batches(trained)
         use_kl = self.cfg.use_kl_loss
         want_grad_entropy = self.loss_config.entropy_coef > 0
 
@@ -351,6 +374,9 @@ class TrainingBackend(BackendIOMixin):
                     teacher_logprobs_B_T=b.teacher_logprobs_B_T,
                 )
                 out = self._call_loss(inputs)
+                if mb.filler:  # same collectives as a real micro-batch, zero gradient
+                    (out.loss * 0.0).backward()
+                    continue
                 out.loss.backward()
                 outputs.append(out)
                 loss_total += float(out.loss.detach())
@@ -365,10 +391,13 @@ class TrainingBackend(BackendIOMixin):
             self.model.eval()
             raise
         self.model.eval()
+        if self.data_parallel is not None:  # every rank's part of the metrics, in rank order
+            loss_total, abs_diff_sum, abs_diff_max, compared_tokens, outputs = _gathered(self.data_parallel.all_gather(
+                (loss_total, abs_diff_sum, abs_diff_max, compared_tokens, [(o.sums, o.counts) for o in outputs])))
 
         # ---- one optimizer step
         max_norm = self.cfg.clip_grad if self.cfg.clip_grad > 0 else float("inf")
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.trainable_parameters, max_norm))
+        grad_norm = DataParallel.total_norm(torch.nn.utils.clip_grad_norm_(self.trainable_parameters, max_norm))
         skipped = not math.isfinite(grad_norm)
         if skipped:
             log.warning("non-finite grad norm (%s); optimizer step skipped", grad_norm)
@@ -395,3 +424,13 @@ class TrainingBackend(BackendIOMixin):
             skipped=1.0 if skipped else 0.0, weight_version=float(self.weight_version),
         )
         return {k: float(v) for k, v in metrics.items()}
+
+
+def _gathered(parts: list[tuple]) -> tuple[float, float, float, float, list[LossOutputs]]:
+    """The step metrics of all ranks combined: ``(loss, |diff| sum, |diff| max, compared tokens,
+    loss outputs)`` from each rank's ``(loss, |diff| sum, |diff| max, compared tokens, [(sums,
+    counts)])``; the outputs carry no loss tensor (only :func:`reduce_metrics` reads them)."""
+    outputs = [LossOutputs(loss=torch.zeros(()), num_tokens=0.0, sums=sums, counts=counts)
+               for part in parts for sums, counts in part[4]]
+    return (sum(p[0] for p in parts), sum(p[1] for p in parts), max(p[2] for p in parts),
+            sum(p[3] for p in parts), outputs)

@@ -58,6 +58,9 @@ def check_core(cfg: Any) -> None:
         path = getattr(cfg, name)
         need(path is None or is_plugin_spec(path),
              f"--{name.replace('_', '-')} {path!r} must be 'path/to/file.py[:function]' or 'package.module.function'")
+    need(cfg.train_backend == "fsdp", "--train-backend megatron is not available here: megatron-core's forward "
+         "pass needs CUDA and this trainer is transformers + peft; use --train-backend fsdp (data-parallel across "
+         "--actor-num-nodes x --actor-num-gpus-per-node train actors)")
     _check_method_name(cfg.advantage_estimator)
     need(cfg.rollout_service is None or bool(cfg.rollout_service.strip()), "--rollout-service must not be empty")
 
