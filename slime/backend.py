@@ -41,7 +41,6 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -50,6 +49,7 @@ from slime.arguments import SlimeConfig
 from slime.batch import SampleBatch, collate_samples, split_micro_batches
 from slime.backend_io import BackendIOMixin
 from slime.data_parallel import DataParallel
+from slime.step_parts import MicroBatch, empty_metrics, gathered_metrics
 from slime.loss_guard import LossPluginError, callable_name, checked_loss
 from slime.logprobs import TokenLogprobs, compute_token_logprobs
 from slime.policy_model import DEFAULT_LORA_TARGET_MODULES, build_policy
@@ -62,27 +62,6 @@ log = logging.getLogger(__name__)
 
 #: A loss function with :func:`slime.losses.policy_loss`'s signature.
 LossFn = Callable[[LossInputs, PolicyLossConfig], LossOutputs]
-
-#: metric keys every :meth:`TrainingBackend.train_step` result holds (skipped steps included).
-_BASE_METRICS = (
-    "loss", "pg_loss", "pg_clipfrac", "approx_kl", "kl_loss", "entropy", "grad_norm",
-    "n_samples", "n_trained_samples", "n_tokens", "n_seq_tokens", "n_tokens_without_engine_logprobs",
-    "train_rollout_logprob_abs_diff", "train_rollout_logprob_abs_diff_max", "staleness_mean", "staleness_min", "staleness_max",
-    "tokens_per_s", "step_time_s", "skipped", "weight_version",
-)
-
-
-@dataclass
-class _MicroBatch:
-    """One micro-batch: collated tensors plus what the no-grad pass computed."""
-
-    samples: list[Sample]
-    batch: SampleBatch
-    filler: bool = False  # data parallel: a zero-weighted pass that keeps the ranks' collectives in step
-    old_logprobs_B_T: torch.Tensor | None = None
-    ref_logprobs_B_T: torch.Tensor | None = None
-    entropy_B_T: torch.Tensor | None = None
-
 
 class TrainingBackend(BackendIOMixin):
     """Policy + optimizer + one-optimizer-step-per-global-batch training (see module docstring).
@@ -218,7 +197,7 @@ class TrainingBackend(BackendIOMixin):
                 if key != "step" and torch.is_tensor(value) and value.device != device:
                     state[key] = value.to(device, non_blocking=True)
 
-    def _logprobs(self, model: torch.nn.Module, mb: _MicroBatch, *, entropy: bool, topk: bool = False):
+    def _logprobs(self, model: torch.nn.Module, mb: MicroBatch, *, entropy: bool, topk: bool = False):
         b = mb.batch
         args = (b.input_ids_B_T, b.attention_mask_B_T, b.response_mask_B_T)
         kwargs = dict(chunk_size=self.logprob_chunk_size, temperature=b.temperature_B, top_p=b.top_p_B,
@@ -244,27 +223,27 @@ class TrainingBackend(BackendIOMixin):
         try:
             with torch.no_grad():
                 for part in split_micro_batches(list(samples), self.cfg.micro_batch_size):
-                    mb = _MicroBatch(part, self.collate(part))
+                    mb = MicroBatch(part, self.collate(part))
                     lp_B_T = self._logprobs(self.model, mb, entropy=False).logprobs_B_T
                     out += [lp_B_T[i, s.prompt_length:len(s.tokens)].tolist() for i, s in enumerate(part)]
         finally:
             self.model.train(was_training)
         return out
 
-    def _micro_batches(self, trained: list[Sample]) -> list[_MicroBatch]:
+    def _micro_batches(self, trained: list[Sample]) -> list[MicroBatch]:
         """This rank's micro-batches of the global batch ``trained``: all of it in one process;
         with data parallelism its share, padded with filler micro-batches (the global batch's
         first sample, zero-weighted) up to the count of the largest share."""
         dp, size = self.data_parallel, self.cfg.micro_batch_size
         mine = trained if dp is None else dp.share(trained)
-        micro = [_MicroBatch(mb, self.collate(mb)) for mb in split_micro_batches(mine, size)]
+        micro = [MicroBatch(mb, self.collate(mb)) for mb in split_micro_batches(mine, size)]
         if dp is not None:
             filler = trained[:1]
-            micro += [_MicroBatch(filler, self.collate(filler), filler=True)
+            micro += [MicroBatch(filler, self.collate(filler), filler=True)
                       for _ in range(dp.micro_batch_count(len(trained), size) - len(micro))]
         return micro
 
-    def _ref_logprobs(self, mb: _MicroBatch) -> torch.Tensor:
+    def _ref_logprobs(self, mb: MicroBatch) -> torch.Tensor:
         if self.is_lora:
             with self.model.disable_adapter():
                 return self._logprobs(self.model, mb, entropy=False).logprobs_B_T
@@ -273,16 +252,6 @@ class TrainingBackend(BackendIOMixin):
 
     def _call_loss(self, inputs: LossInputs) -> LossOutputs:
         return checked_loss(self.loss_fn, self.loss_fn_name, inputs, self.loss_config)
-
-    def _empty_metrics(self, samples: Sequence[Sample]) -> dict[str, float]:
-        metrics = {k: 0.0 for k in _BASE_METRICS}
-        metrics["n_samples"] = float(len(samples))
-        metrics["weight_version"] = float(self.weight_version)
-        if samples:
-            stale = [self.weight_version - s.weight_version for s in samples]
-            metrics.update(staleness_mean=sum(stale) / len(stale), staleness_min=float(min(stale)),
-                           staleness_max=float(max(stale)))
-        return metrics
 
     # ------------------------------------------------------------------ training
     def train_step(self, samples: Sequence[Sample]) -> dict[str, float]:
@@ -313,7 +282,7 @@ class TrainingBackend(BackendIOMixin):
         """
         t0 = time.perf_counter()
         samples = list(samples)
-        metrics = self._empty_metrics(samples)
+        metrics = empty_metrics(samples, self.weight_version)
         trained = [s for s in samples if s.num_loss_tokens > 0 and s.status != SampleStatus.FAILED]
         missing = [i for i, s in enumerate(samples)
                    if s.num_loss_tokens > 0 and s.status != SampleStatus.FAILED and s.advantages is None]
@@ -392,7 +361,7 @@ class TrainingBackend(BackendIOMixin):
             raise
         self.model.eval()
         if self.data_parallel is not None:  # every rank's part of the metrics, in rank order
-            loss_total, abs_diff_sum, abs_diff_max, compared_tokens, outputs = _gathered(self.data_parallel.all_gather(
+            loss_total, abs_diff_sum, abs_diff_max, compared_tokens, outputs = gathered_metrics(self.data_parallel.all_gather(
                 (loss_total, abs_diff_sum, abs_diff_max, compared_tokens, [(o.sums, o.counts) for o in outputs])))
 
         # ---- one optimizer step
@@ -425,12 +394,3 @@ class TrainingBackend(BackendIOMixin):
         )
         return {k: float(v) for k, v in metrics.items()}
 
-
-def _gathered(parts: list[tuple]) -> tuple[float, float, float, float, list[LossOutputs]]:
-    """The step metrics of all ranks combined: ``(loss, |diff| sum, |diff| max, compared tokens,
-    loss outputs)`` from each rank's ``(loss, |diff| sum, |diff| max, compared tokens, [(sums,
-    counts)])``; the outputs carry no loss tensor (only :func:`reduce_metrics` reads them)."""
-    outputs = [LossOutputs(loss=torch.zeros(()), num_tokens=0.0, sums=sums, counts=counts)
-               for part in parts for sums, counts in part[4]]
-    return (sum(p[0] for p in parts), sum(p[1] for p in parts), max(p[2] for p in parts),
-            sum(p[3] for p in parts), outputs)

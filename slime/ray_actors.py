@@ -78,6 +78,12 @@ class RolloutManager:
         self.rollout_fn = load_rollout_function(self.rollout_spec)
         self.args = self.service.rollout_args()
 
+    def placement(self) -> dict:
+        """Where the serving side runs: ``node_ip``, ``gpu_ids`` (Ray's) and ``CUDA_VISIBLE_DEVICES``
+        (the rollout engines' GPUs first, then the service's own, see :mod:`slime.placement`)."""
+        return {"node_ip": ray.util.get_node_ip_address(), "gpu_ids": [str(i) for i in ray.get_gpu_ids()],
+                "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES")}
+
     def server_url(self) -> str | None:
         """Base URL the service serves at (no ``/v1``), or None when it serves nothing."""
         return getattr(self.service, "server_url", None)

@@ -128,7 +128,7 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
     logger = logger or MetricsLogger(cfg.log_dir)
     trainer = TrainGroup(cfg)
     resume_step = trainer.resume()
-    manager = RolloutManager.remote(cfg, resume_step)
+    manager = RolloutManager.options(**rollout_manager_options(cfg)).remote(cfg, resume_step)
     start = resume_step or 0
     summary = {"steps": 0, "versions_published": 0, "samples_trained": 0, "start_step": start}
     working_step = start + 1
@@ -190,6 +190,16 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
         summary["plot"] = str(logger.close())
     summary["wall_s"] = round(time.time() - t0, 1)
     return summary
+
+
+def rollout_manager_options(cfg) -> dict:
+    """Ray options of the run's rollout manager: the GPUs of the rollout engines and of the
+    service's own models (:func:`slime.placement.rollout_gpu_request`), pinned to
+    ``--rollout-gpu-ids`` (and the service's ids) when given."""
+    from slime.placement import actor_options, rollout_gpu_request
+    from slime.services import load_service_class
+
+    return actor_options(*rollout_gpu_request(cfg, load_service_class(cfg.rollout_service)))
 
 
 def _interrupt_on_sigterm() -> None:

@@ -8,10 +8,11 @@ answer: the ranks hold one model, so they answer alike, and the collectives insi
 gradient reduce-scatter of a train step, the gathering of a checkpoint) need all of them. A rank
 that died raises Ray's ``RayActorError`` here, as the single train actor does.
 
-Placement: each rank asks Ray for one GPU when the cluster has GPUs (Ray then sets its
-``CUDA_VISIBLE_DEVICES``; the policy loads in bfloat16 on it and the ranks talk NCCL); on a
-cluster without GPUs the ranks are CPU processes (float32, gloo). The ranks are packed onto
-``--actor-num-nodes`` nodes with a placement group of one bundle per rank.
+Placement (:mod:`slime.placement`): each rank asks Ray for one GPU when the cluster has GPUs
+(Ray then sets its ``CUDA_VISIBLE_DEVICES``, or ``--actor-gpu-ids`` pins rank ``r`` to the r-th
+id; the policy loads in bfloat16 on it and the ranks talk NCCL); on a cluster without GPUs the
+ranks are CPU processes (float32, gloo). Without pinned ids the ranks are packed onto as few nodes
+as hold them with a placement group of one GPU bundle per rank.
 """
 
 from __future__ import annotations
@@ -46,18 +47,20 @@ class TrainGroup:
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
+        from slime.placement import actor_options, cluster_gpus, gpu_ids
         from slime.ray_actors import TrainActor
 
         self.world_size = n = train_world_size(cfg)
-        cluster_gpus = int(ray.cluster_resources().get("GPU", 0))
-        gpus = 1 if cluster_gpus else 0
-        if 0 < cluster_gpus < n:
+        have = cluster_gpus()
+        gpus = 1 if have else 0
+        if 0 < have < n:
             raise RuntimeError(f"{n} train actors (--actor-num-nodes {cfg.actor_num_nodes} x "
                                f"--actor-num-gpus-per-node {cfg.actor_num_gpus_per_node}) need {n} GPUs; the Ray "
-                               f"cluster has {cluster_gpus}")
+                               f"cluster has {have}")
         self.placement_group = None
-        options: list[dict[str, Any]] = [{"num_gpus": gpus} for _ in range(n)]
-        if gpus:  # one bundle per rank, packed onto as few nodes as fit
+        ids = gpu_ids(cfg.actor_gpu_ids)
+        options: list[dict[str, Any]] = [actor_options(gpus, ids[rank:rank + 1]) for rank in range(n)]
+        if gpus and not ids:  # one bundle per rank, packed onto as few nodes as fit
             self.placement_group = placement_group([{"GPU": 1}] * n, strategy="PACK")
             ray.get(self.placement_group.ready())
             options = [{"num_gpus": 1, "scheduling_strategy": PlacementGroupSchedulingStrategy(

@@ -7,6 +7,7 @@ calls are :class:`PRMTurnJudge` here and :mod:`openclaw_rl.opd.judge` (OPD, Comb
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from openclaw_rl.rollout.flags import OpenClawFlags
@@ -43,9 +44,14 @@ def build_prm(cfg: Any):
     from openclaw_rl.judges.modes import build_backend
     from openclaw_rl.judges.prm import PRMJudge
 
+    from openclaw_rl.rollout.devices import prm_device
+
     x: OpenClawFlags = cfg.flags_of("service", OpenClawFlags)
+    device = None if (x.prm_url or os.environ.get("PRM_URL")) else prm_device(cfg)
+    import torch
+    on_gpu = {"device": device, "dtype": torch.bfloat16} if device else {}  # a local model on its GPU
     backend = build_backend(prm_url=x.prm_url, prm_model=x.prm_model_name, prm_api_key=x.prm_api_key,
-                            model_path=x.prm_model_path or cfg.model_path, mode=x.prm_mode)
+                            model_path=x.prm_model_path or cfg.model_path, mode=x.prm_mode, **on_gpu)
     return PRMJudge(backend, majority_vote_n=x.majority_vote_n, threshold=x.majority_vote_threshold,
                     num_workers=x.num_judge_workers)
 

@@ -109,6 +109,7 @@ def test_two_actors_step_equals_one_actor_step(runs):
     AutoModelForCausalLM.from_pretrained(root / "two" / "checkpoint-1")
 
 
+@pytest.mark.slow  # ~15 s alone, ~50 s on a loaded machine
 @pytest.mark.parametrize(("saved_by", "resumed_on"), [("two", 1), ("one", 2)])
 def test_checkpoint_resumes_on_another_actor_count(runs, saved_by, resumed_on):
     root, _ = runs

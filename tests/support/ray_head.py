@@ -16,8 +16,9 @@ from openclaw_rl.server.launcher import free_port
 
 
 @contextmanager
-def private_ray_head(log_dir: Path, num_cpus: int = 2):
+def private_ray_head(log_dir: Path, num_cpus: int = 2, num_gpus: int = 0):
     """Start a Ray head on loopback with token auth on free ports; yields ``(gcs_port, dashboard_port)``.
+    ``num_gpus`` logical GPUs are declared (``ray start --num-gpus``; no hardware needed).
 
     The head runs in the foreground of its own process (``--block``) and is stopped by PID on
     exit (SIGTERM, then SIGKILL after 60 s). Its output goes to ``log_dir / "ray.log"``.
@@ -34,7 +35,7 @@ def private_ray_head(log_dir: Path, num_cpus: int = 2):
                              "--port", str(port), "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash),
                              # its own job-agent port (default 52365): two heads can run side by side
                              "--dashboard-agent-listen-port", str(free_port()),
-                             "--num-cpus", str(num_cpus), "--disable-usage-stats"],
+                             "--num-cpus", str(num_cpus), "--num-gpus", str(num_gpus), "--disable-usage-stats"],
                             env=env, stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
     try:
         deadline = time.time() + 180
