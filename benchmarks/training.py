@@ -28,9 +28,10 @@ One run, everything in this process:
    ``--repeats``); ``ratio`` is backend / bare (goal: close to 1; the backend does strictly more work).
 4. **Data-parallel train actors.** For each of ``--actors`` (default ``1 2``) a
    :class:`slime.train_group.TrainGroup` of that many Ray train actors (FSDP2; gloo on CPU, NCCL on
-   GPUs) trains the same global batch; tokens/s is the batch's tokens per second of the driver's
-   whole ``train_step`` call (Ray included), median over ``--repeats`` after one warm-up step, printed
-   side by side with the ratio to 1 actor. On CPU the actors share the machine's cores (each takes
+   GPUs) trains the same global batch, the groups one step each in turn (same background load);
+   tokens/s is the batch's tokens per second of the driver's whole ``train_step`` call (Ray
+   included), median over ``--repeats`` after one warm-up step, printed side by side with the
+   ratio to 1 actor. On CPU the actors share the machine's cores (each takes
    ``cores / N`` threads), so the ratio shows the cost of sharding and the collectives, not a speed-up;
    on GPUs each actor has its own.
 
@@ -179,25 +180,26 @@ def data_parallel(args, flags: list[str], samples: list[Sample]) -> dict:
     ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False, log_to_driver=False,
              num_cpus=max(args.actors), num_gpus=gpus)
     seq_tokens = sum(len(s.tokens) for s in samples)
-    tps: dict[int, float] = {}
+    groups: dict[int, TrainGroup] = {}
+    times: dict[int, list[float]] = {}
     try:
         for n in args.actors:
-            if args.device == "cuda" and n > gpus:
-                print(f"{n} actors: skipped ({gpus} GPU(s))")
+            if args.device == "cuda" and n > gpus - sum(groups):
+                print(f"{n} actors: skipped (not enough free GPUs of {gpus})")
                 continue
-            group = TrainGroup(parse_args([*flags, "--actor-num-gpus-per-node", str(n)]))
-            try:
-                group.train_step(samples)  # warm-up
-                times = []
-                for _ in range(args.repeats):
-                    t0 = time.perf_counter()
-                    group.train_step(samples)
-                    times.append(time.perf_counter() - t0)
-            finally:
-                group.shutdown()
-            tps[n] = seq_tokens / statistics.median(times)
+            groups[n] = TrainGroup(parse_args([*flags, "--actor-num-gpus-per-node", str(n)]))
+            groups[n].train_step(samples)  # warm-up
+            times[n] = []
+        for _ in range(args.repeats):  # interleaved, so every group sees the same background load
+            for n, group in groups.items():
+                t0 = time.perf_counter()
+                group.train_step(samples)
+                times[n].append(time.perf_counter() - t0)
     finally:
+        for group in groups.values():
+            group.shutdown()
         ray.shutdown()
+    tps = {n: seq_tokens / statistics.median(t) for n, t in times.items()}
     base = tps.get(1)
     ratios = {n: v / base for n, v in tps.items()} if base else {}
     print("data-parallel train actors (driver's train_step, median):")

@@ -162,7 +162,8 @@ class TrainingBackend(BackendIOMixin):
         self.is_lora = bool(cfg.use_lora)
         self.model, self.ref_model = build_policy(cfg, model)
         self.data_parallel = data_parallel
-        self.sharded = None if data_parallel is None else data_parallel.shard(self.model)  # FSDP2 root
+        self.sharded = None if data_parallel is None else data_parallel.shard(  # the FSDP2 root
+            self.model, offload=bool(cfg.offload_optimizer_state))
         self.trainable_parameters = [p for p in self.model.parameters() if p.requires_grad]
         if not self.trainable_parameters:
             raise ValueError("the model has no trainable parameters")
@@ -187,8 +188,9 @@ class TrainingBackend(BackendIOMixin):
 
     @property
     def offload_active(self) -> bool:
-        """Whether ``--offload-optimizer-state`` moves anything (only on a non-CPU device)."""
-        return bool(self.cfg.offload_optimizer_state) and self.device.type != "cpu"
+        """Whether ``--offload-optimizer-state`` moves anything here (only on a non-CPU device, and
+        not with data parallelism, where FSDP2's CPU offload keeps the state in host memory)."""
+        return bool(self.cfg.offload_optimizer_state) and self.device.type != "cpu" and self.data_parallel is None
 
     def _optimizer_state_to(self, device: torch.device) -> None:
         """Move the AdamW moments to ``device`` (``step`` counters stay where AdamW keeps them)."""

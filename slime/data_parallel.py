@@ -92,18 +92,22 @@ class DataParallel:
     device: torch.device
 
     # ------------------------------------------------------------------ the model
-    def shard(self, model: torch.nn.Module) -> ShardedLogprobs:
+    def shard(self, model: torch.nn.Module, offload: bool = False) -> ShardedLogprobs:
         """``fully_shard`` every decoder layer of ``model`` (a transformers causal LM or a peft
         model around one), then a :class:`ShardedLogprobs` root around it, which is returned;
         ``model`` keeps its names and now holds sharded parameters (DTensors). Gradients are
-        summed over the ranks (divide factor 1)."""
-        from torch.distributed.fsdp import FSDPModule, fully_shard
+        summed over the ranks (divide factor 1). ``offload`` (``--offload-optimizer-state`` on a
+        GPU): FSDP2's ``CPUOffloadPolicy``, which keeps the sharded parameters, gradients and
+        hence the optimizer state in host memory and copies each layer to the GPU for its
+        forward/backward (the optimizer steps on CPU)."""
+        from torch.distributed.fsdp import CPUOffloadPolicy, FSDPModule, OffloadPolicy, fully_shard
 
         base = model.get_base_model() if hasattr(model, "get_base_model") else model
         layers = getattr(getattr(base, "model", base), "layers", None) or []
+        policy = CPUOffloadPolicy() if offload and self.device.type == "cuda" else OffloadPolicy()
         for layer in layers:
-            fully_shard(layer)
-        root = fully_shard(ShardedLogprobs(model))
+            fully_shard(layer, offload_policy=policy)
+        root = fully_shard(ShardedLogprobs(model), offload_policy=policy)
         for module in root.modules():
             if isinstance(module, FSDPModule):
                 module.set_gradient_divide_factor(1.0)
