@@ -152,7 +152,7 @@ def anchor_model(folder: Path) -> str:
 
     config = Qwen3Config(vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=28,
                          num_attention_heads=16, num_key_value_heads=8, head_dim=128, max_position_embeddings=40960,
-                         tie_word_embeddings=True, rope_theta=1000000.0)
+                         tie_word_embeddings=True)
     torch.manual_seed(0)
     Qwen3ForCausalLM(config).save_pretrained(folder)
     build_qwen_tokenizer().save_pretrained(folder)
@@ -283,6 +283,10 @@ def run(args) -> dict:
     print(f"ratio backend / bare = {res['ratio_backend_vs_bare']:.3f}; "
           f"with recompute_old_logprobs=False = {res['ratio_backend_reuse_vs_bare']:.3f}")
     del backend, reuse, bare  # the train actors get the memory
+    if device.type == "cuda":
+        import gc
+        gc.collect()
+        torch.cuda.empty_cache()
     if args.actors:
         res["data_parallel"] = data_parallel(args, flags, samples)
     return res
