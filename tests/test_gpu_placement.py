@@ -1,11 +1,11 @@
 """GPU placement (issue 15, "GPUs are used at all"), for real on a Ray head that declares logical
-GPUs (``ray start --num-gpus 4``; no hardware needed): the train actors and the rollout manager ask
-Ray for their GPUs, and each gets the devices it was given (``--actor-gpu-ids``,
+GPUs (``ray.init(num_gpus=4)``, as ``ray start --num-gpus 4``; no hardware needed): the train
+actors and the rollout manager ask Ray for their GPUs, and each gets the devices it was given (``--actor-gpu-ids``,
 ``--rollout-gpu-ids``, ``--prm-gpu-ids``, the launch scripts' ``TRAIN_GPUS`` / ``ROLLOUT_GPUS`` /
 ``PRM_GPUS`` id lists) or, without ids, distinct ones Ray assigns, as ``CUDA_VISIBLE_DEVICES``.
 torch sees no CUDA here, so every model still runs on CPU (float32).
 
-Real Ray (a private head on loopback, inside the suite's ``unshare -n``), real train actors on
+Real Ray (a private local head on loopback, inside the suite's ``unshare -n``), real train actors on
 ``builtin:tiny-qwen3`` and the real rollout manager (offline sessions, no server)."""
 
 from __future__ import annotations
@@ -21,20 +21,17 @@ pytestmark = pytest.mark.ray
 
 
 @pytest.fixture(scope="module")
-def gpu_head(tmp_path_factory):
-    """A private Ray head with 4 logical GPUs; the test process is connected to it."""
+def gpu_head():
+    """A private Ray head on loopback that declares 4 logical GPUs (``ray.init(num_gpus=4)``, the
+    in-process form of ``ray start --head --num-gpus 4``); the test process is its driver."""
     import ray
 
-    from tests.support.ray_head import private_ray_head
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.delenv("RAY_ADDRESS", raising=False)
-        with private_ray_head(tmp_path_factory.mktemp("ray"), num_gpus=4, auth=False) as (port, _dash):
-            ray.init(address=f"127.0.0.1:{port}", log_to_driver=False)
-            try:
-                yield ray
-            finally:
-                ray.shutdown()
+    ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False, num_cpus=2, num_gpus=4,
+             log_to_driver=False)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
 
 
 def _free_gpus(ray, want: float, timeout: float = 30.0) -> float:
@@ -67,6 +64,7 @@ def test_train_actors_get_the_listed_gpus(gpu_head, tmp_path):
     assert _free_gpus(gpu_head, 4.0) == 4.0
 
 
+@pytest.mark.slow  # ~10 s alone, up to a minute on a loaded machine
 def test_train_actors_without_ids_get_distinct_ray_gpus(gpu_head, tmp_path):
     from slime.train_group import TrainGroup
 
@@ -81,6 +79,7 @@ def test_train_actors_without_ids_get_distinct_ray_gpus(gpu_head, tmp_path):
     _free_gpus(gpu_head, 4.0)
 
 
+@pytest.mark.slow  # ~10 s alone, up to a minute on a loaded machine
 def test_rollout_manager_gets_engine_then_prm_gpus(gpu_head, tmp_path):
     from slime.ray_actors import RolloutManager
     from slime.train import rollout_manager_options

@@ -127,3 +127,41 @@ def test_lora_adapter_two_actors_and_resume(ray_cluster, tmp_path):
     _run(tmp_path / "two_then_one", 1, [2], *lora, resume=tmp_path / "two" / "checkpoint-1")
     assert _max_diff(_weights(tmp_path / "one" / "checkpoint-2"),
                      _weights(tmp_path / "two_then_one" / "checkpoint-2")) < TOL
+
+
+def _train_py(work: Path, *args: str) -> dict:
+    """``slime/train.py`` on recorded sessions (offline, the repository's reward plugin); its summary."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "SLIME_CALLER_CWD", "DATA_PATH")}
+    env.update(OMP_NUM_THREADS="1", PYTHONPATH=str(repo))  # the Ray workers import this checkout
+    run = subprocess.run([sys.executable, str(repo / "slime" / "train.py"), "--model-path", "builtin:tiny-qwen3",
+                          "--data-path", "sessions.jsonl", "--custom-rm-path", "tests/plugins/low_ids_reward.py",
+                          "--rollout-batch-size", "2", "--save", "./ckpt", "--save-interval", "1",
+                          "--log-dir", "./logs", *args], cwd=work, env=env, capture_output=True, text=True,
+                         timeout=900)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]
+    return json.loads(run.stdout[run.stdout.index("{"):])
+
+
+@pytest.mark.slow
+def test_train_loop_on_two_actors_then_resumed_on_one(tmp_path):
+    """The whole loop (admission, train step, checkpoint, weight export) on 2 train actors, then
+    the run resumed from its checkpoint on 1 actor: each turn trained once, versions continue."""
+    import json
+
+    (tmp_path / "sessions.jsonl").write_text("".join(json.dumps({"session_id": f"s{i}", "turns": [
+        {"prompt": [{"role": "user", "content": f"question {i}"}], "response": f"answer {i}",
+         "next_state": "thanks"}]}) + "\n" for i in range(6)))
+    first = _train_py(tmp_path, "--num-rollout", "2", "--actor-num-gpus-per-node", "2")
+    assert (first["steps"], first["samples_trained"]) == (2, 4)
+    assert sorted(p.name for p in (tmp_path / "ckpt" / "checkpoint-2").glob("*.safetensors")) == ["model.safetensors"]
+    assert (tmp_path / "ckpt" / "published" / "version-2" / "model.safetensors").is_file()
+    resumed = _train_py(tmp_path, "--num-rollout", "3", "--resume-from-checkpoint", "ckpt")
+    assert (resumed["start_step"], resumed["steps"], resumed["resumed_weight_version"]) == (2, 1, 2)
+    state = json.loads((tmp_path / "ckpt" / "checkpoint-latest" / "trainer_state.json").read_text())
+    assert (state["step"], state["weight_version"]) == (3, 3)

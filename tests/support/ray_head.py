@@ -16,11 +16,8 @@ from openclaw_rl.server.launcher import free_port
 
 
 @contextmanager
-def private_ray_head(log_dir: Path, num_cpus: int = 2, num_gpus: int = 0, auth: bool = True):
+def private_ray_head(log_dir: Path, num_cpus: int = 2):
     """Start a Ray head on loopback with token auth on free ports; yields ``(gcs_port, dashboard_port)``.
-    ``num_gpus`` logical GPUs are declared (``ray start --num-gpus``; no hardware needed).
-    ``auth=False``: no token auth (for a driver in the test process itself, whose Ray read its
-    authentication mode when it was imported).
 
     The head runs in the foreground of its own process (``--block``) and is stopped by PID on
     exit (SIGTERM, then SIGKILL after 60 s). Its output goes to ``log_dir / "ray.log"``.
@@ -30,16 +27,14 @@ def private_ray_head(log_dir: Path, num_cpus: int = 2, num_gpus: int = 0, auth: 
     """
     port, dash = free_port(), free_port()
     bin_dir = Path(sys.executable).parent
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "RAY_AUTH_MODE": "token" if auth else "disabled"}
-    if auth:
-        subprocess.run([str(bin_dir / "ray"), "get-auth-token", "--generate"], env=env, check=True,
-                       capture_output=True)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "RAY_AUTH_MODE": "token"}
+    subprocess.run([str(bin_dir / "ray"), "get-auth-token", "--generate"], env=env, check=True, capture_output=True)
     log_path = Path(log_dir) / "ray.log"
     proc = subprocess.Popen([str(bin_dir / "ray"), "start", "--head", "--block", "--node-ip-address", "127.0.0.1",
                              "--port", str(port), "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash),
                              # its own job-agent port (default 52365): two heads can run side by side
                              "--dashboard-agent-listen-port", str(free_port()),
-                             "--num-cpus", str(num_cpus), "--num-gpus", str(num_gpus), "--disable-usage-stats"],
+                             "--num-cpus", str(num_cpus), "--disable-usage-stats"],
                             env=env, stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
     try:
         deadline = time.time() + 180
