@@ -8,7 +8,8 @@ engine's GPUs first, then the PRM's. From that list:
 * the policy server the service starts gets the first ``--rollout-num-gpus`` ids as its
   ``CUDA_VISIBLE_DEVICES`` and ``--device cuda`` (the transformers engine serves on one device,
   the first of them);
-* a local PRM/teacher model loads in bfloat16 on the first PRM GPU (``cuda:<rollout GPUs>`` in the
+* a local PRM model, and the OPD hint judge's own model (the teacher's hint writer), load in
+  bfloat16 on the first PRM GPU (``cuda:<rollout GPUs>`` in the
   manager's numbering).
 
 Where torch sees no CUDA (a CPU machine, or a Ray head that declares logical GPUs only) the

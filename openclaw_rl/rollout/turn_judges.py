@@ -84,10 +84,15 @@ def build_hint_judge(cfg: Any, hint: Any, prm: Any = None):
         backend = OpenAIJudgeBackend(hint.judge_url, hint.judge_model_name or "default", api_key=hint.judge_api_key,
                                      max_tokens=hint.hint_max_new_tokens, temperature=hint.hint_temperature)
     else:
+        import torch
+
+        from openclaw_rl.rollout.devices import prm_device
         path = hint.judge_model_path or cfg.model_path
         shared = getattr(getattr(prm, "backend", None), "model_path", None) == str(path)
+        device = None if shared else prm_device(cfg)  # its own model: on the PRM/teacher GPU, bf16
         backend = StructuredHintBackend(path, max_new_tokens=hint.hint_max_new_tokens,
                                         model=prm.backend.model if shared else None,
                                         tokenizer=prm.backend.tokenizer if shared else None,
-                                        temperature=hint.hint_temperature)
+                                        temperature=hint.hint_temperature,
+                                        **({"device": device, "dtype": torch.bfloat16} if device else {}))
     return HintJudge(backend, majority_vote_n=x.majority_vote_n, min_chars=hint.hint_min_chars)
