@@ -163,6 +163,22 @@ class SlimeConfig:
     dynamic_history: bool = flag(False, "agent rollouts: one sample per agent step (its prompt the history so "
                                  "far) instead of one per trajectory", group="rollout",
                                  names=("--dynamic-history", "--dynamic_history"))
+    # cluster (slime's names; the launch scripts map TRAIN_GPUS / ROLLOUT_GPUS onto them)
+    actor_num_nodes: int = flag(1, "nodes the train actors span", group="cluster", ge=1)
+    actor_num_gpus_per_node: int = flag(1, "train actors per node, one GPU each (on a Ray cluster without GPUs: "
+                                        "CPU processes); more than one trains data-parallel (FSDP2)",
+                                        group="cluster", ge=1)
+    train_backend: Literal["fsdp", "megatron"] = flag("fsdp", "training backend: fsdp (transformers + peft, "
+                                                      "FSDP2 across train actors); megatron is refused",
+                                                      group="cluster")
+    actor_gpu_ids: str | None = flag(None, "the train actors' GPUs by id, one per actor in rank order (e.g. "
+                                     "0,1,2,3; one node): each actor's CUDA_VISIBLE_DEVICES", group="cluster",
+                                     default_text="the GPUs Ray assigns")
+    rollout_num_gpus: int = flag(0, "GPUs of the rollout engines (the serving side; 0: CPU)", group="cluster", ge=0)
+    rollout_num_gpus_per_engine: int = flag(1, "GPUs per rollout engine (its tensor-parallel size)",
+                                            group="cluster", ge=1)
+    rollout_gpu_ids: str | None = flag(None, "the rollout engines' GPUs by id (e.g. 4,5,6,7)", group="cluster",
+                                       default_text="the GPUs Ray assigns")
     # loop
     async_train: bool = flag(False, "collect the next rollout while the current step trains", group="loop")
     rollout_service: str | None = flag(None, "what serves, collects and judges: a registered name or "

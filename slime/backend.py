@@ -41,7 +41,6 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -49,8 +48,10 @@ import torch
 from slime.arguments import SlimeConfig
 from slime.batch import SampleBatch, collate_samples, split_micro_batches
 from slime.backend_io import BackendIOMixin
+from slime.data_parallel import DataParallel
+from slime.step_parts import MicroBatch, empty_metrics, gathered_metrics
 from slime.loss_guard import LossPluginError, callable_name, checked_loss
-from slime.logprobs import compute_token_logprobs
+from slime.logprobs import TokenLogprobs, compute_token_logprobs
 from slime.policy_model import DEFAULT_LORA_TARGET_MODULES, build_policy
 from slime.losses import LossInputs, LossOutputs, PolicyLossConfig, policy_loss, reduce_metrics
 from slime.sample import Sample, SampleStatus
@@ -61,26 +62,6 @@ log = logging.getLogger(__name__)
 
 #: A loss function with :func:`slime.losses.policy_loss`'s signature.
 LossFn = Callable[[LossInputs, PolicyLossConfig], LossOutputs]
-
-#: metric keys every :meth:`TrainingBackend.train_step` result holds (skipped steps included).
-_BASE_METRICS = (
-    "loss", "pg_loss", "pg_clipfrac", "approx_kl", "kl_loss", "entropy", "grad_norm",
-    "n_samples", "n_trained_samples", "n_tokens", "n_seq_tokens", "n_tokens_without_engine_logprobs",
-    "train_rollout_logprob_abs_diff", "train_rollout_logprob_abs_diff_max", "staleness_mean", "staleness_min", "staleness_max",
-    "tokens_per_s", "step_time_s", "skipped", "weight_version",
-)
-
-
-@dataclass
-class _MicroBatch:
-    """One micro-batch: collated tensors plus what the no-grad pass computed."""
-
-    samples: list[Sample]
-    batch: SampleBatch
-    old_logprobs_B_T: torch.Tensor | None = None
-    ref_logprobs_B_T: torch.Tensor | None = None
-    entropy_B_T: torch.Tensor | None = None
-
 
 class TrainingBackend(BackendIOMixin):
     """Policy + optimizer + one-optimizer-step-per-global-batch training (see module docstring).
@@ -112,6 +93,10 @@ class TrainingBackend(BackendIOMixin):
         entropy_metric: compute the ``entropy`` metric even when ``entropy_coef == 0`` (costs one
             softmax over the vocabulary per loss token in the no-grad pass).
         gradient_checkpointing: enable transformers' activation checkpointing of decoder layers.
+        data_parallel: this rank's :class:`slime.data_parallel.DataParallel` when several train
+            actors train the model (FSDP2: the policy is sharded, each rank trains its share of
+            each global batch, checkpoints are gathered); None (default): one process, no
+            torch.distributed.
 
     Attributes:
         model: the trained module (a peft ``PeftModel`` with LoRA).
@@ -142,6 +127,7 @@ class TrainingBackend(BackendIOMixin):
         recompute_old_logprobs: bool = True,
         entropy_metric: bool = True,
         gradient_checkpointing: bool = False,
+        data_parallel: DataParallel | None = None,
     ) -> None:
         self.cfg = cfg
         self.device = torch.device(device)
@@ -175,6 +161,9 @@ class TrainingBackend(BackendIOMixin):
 
         self.is_lora = bool(cfg.use_lora)
         self.model, self.ref_model = build_policy(cfg, model)
+        self.data_parallel = data_parallel
+        self.sharded = None if data_parallel is None else data_parallel.shard(  # the FSDP2 root
+            self.model, offload=bool(cfg.offload_optimizer_state))
         self.trainable_parameters = [p for p in self.model.parameters() if p.requires_grad]
         if not self.trainable_parameters:
             raise ValueError("the model has no trainable parameters")
@@ -199,8 +188,9 @@ class TrainingBackend(BackendIOMixin):
 
     @property
     def offload_active(self) -> bool:
-        """Whether ``--offload-optimizer-state`` moves anything (only on a non-CPU device)."""
-        return bool(self.cfg.offload_optimizer_state) and self.device.type != "cpu"
+        """Whether ``--offload-optimizer-state`` moves anything here (only on a non-CPU device, and
+        not with data parallelism, where FSDP2's CPU offload keeps the state in host memory)."""
+        return bool(self.cfg.offload_optimizer_state) and self.device.type != "cpu" and self.data_parallel is None
 
     def _optimizer_state_to(self, device: torch.device) -> None:
         """Move the AdamW moments to ``device`` (``step`` counters stay where AdamW keeps them)."""
@@ -209,13 +199,14 @@ class TrainingBackend(BackendIOMixin):
                 if key != "step" and torch.is_tensor(value) and value.device != device:
                     state[key] = value.to(device, non_blocking=True)
 
-    def _logprobs(self, model: torch.nn.Module, mb: _MicroBatch, *, entropy: bool, topk: bool = False):
+    def _logprobs(self, model: torch.nn.Module, mb: MicroBatch, *, entropy: bool, topk: bool = False):
         b = mb.batch
-        return compute_token_logprobs(
-            model, b.input_ids_B_T, b.attention_mask_B_T, b.response_mask_B_T,
-            chunk_size=self.logprob_chunk_size, temperature=b.temperature_B, top_p=b.top_p_B,
-            return_entropy=entropy, extra_ids_B_T_K=b.teacher_topk_ids_B_T_K if topk else None,
-        )
+        args = (b.input_ids_B_T, b.attention_mask_B_T, b.response_mask_B_T)
+        kwargs = dict(chunk_size=self.logprob_chunk_size, temperature=b.temperature_B, top_p=b.top_p_B,
+                      return_entropy=entropy, extra_ids_B_T_K=b.teacher_topk_ids_B_T_K if topk else None)
+        if self.sharded is not None and model is self.model:  # through the FSDP2 root's hooks
+            return TokenLogprobs(*self.sharded(*args, **kwargs))
+        return compute_token_logprobs(model, *args, **kwargs)
 
     def collate(self, samples: Sequence[Sample]) -> SampleBatch:
         """``samples`` as a :class:`SampleBatch` on this backend's device and float dtype, each
@@ -234,14 +225,27 @@ class TrainingBackend(BackendIOMixin):
         try:
             with torch.no_grad():
                 for part in split_micro_batches(list(samples), self.cfg.micro_batch_size):
-                    mb = _MicroBatch(part, self.collate(part))
+                    mb = MicroBatch(part, self.collate(part))
                     lp_B_T = self._logprobs(self.model, mb, entropy=False).logprobs_B_T
                     out += [lp_B_T[i, s.prompt_length:len(s.tokens)].tolist() for i, s in enumerate(part)]
         finally:
             self.model.train(was_training)
         return out
 
-    def _ref_logprobs(self, mb: _MicroBatch) -> torch.Tensor:
+    def _micro_batches(self, trained: list[Sample]) -> list[MicroBatch]:
+        """This rank's micro-batches of the global batch ``trained``: all of it in one process;
+        with data parallelism its share, padded with filler micro-batches (the global batch's
+        first sample, zero-weighted) up to the count of the largest share."""
+        dp, size = self.data_parallel, self.cfg.micro_batch_size
+        mine = trained if dp is None else dp.share(trained)
+        micro = [MicroBatch(mb, self.collate(mb)) for mb in split_micro_batches(mine, size)]
+        if dp is not None:
+            filler = trained[:1]
+            micro += [MicroBatch(filler, self.collate(filler), filler=True)
+                      for _ in range(dp.micro_batch_count(len(trained), size) - len(micro))]
+        return micro
+
+    def _ref_logprobs(self, mb: MicroBatch) -> torch.Tensor:
         if self.is_lora:
             with self.model.disable_adapter():
                 return self._logprobs(self.model, mb, entropy=False).logprobs_B_T
@@ -250,16 +254,6 @@ class TrainingBackend(BackendIOMixin):
 
     def _call_loss(self, inputs: LossInputs) -> LossOutputs:
         return checked_loss(self.loss_fn, self.loss_fn_name, inputs, self.loss_config)
-
-    def _empty_metrics(self, samples: Sequence[Sample]) -> dict[str, float]:
-        metrics = {k: 0.0 for k in _BASE_METRICS}
-        metrics["n_samples"] = float(len(samples))
-        metrics["weight_version"] = float(self.weight_version)
-        if samples:
-            stale = [self.weight_version - s.weight_version for s in samples]
-            metrics.update(staleness_mean=sum(stale) / len(stale), staleness_min=float(min(stale)),
-                           staleness_max=float(max(stale)))
-        return metrics
 
     # ------------------------------------------------------------------ training
     def train_step(self, samples: Sequence[Sample]) -> dict[str, float]:
@@ -290,7 +284,7 @@ class TrainingBackend(BackendIOMixin):
         """
         t0 = time.perf_counter()
         samples = list(samples)
-        metrics = self._empty_metrics(samples)
+        metrics = empty_metrics(samples, self.weight_version)
         trained = [s for s in samples if s.num_loss_tokens > 0 and s.status != SampleStatus.FAILED]
         missing = [i for i, s in enumerate(samples)
                    if s.num_loss_tokens > 0 and s.status != SampleStatus.FAILED and s.advantages is None]
@@ -302,7 +296,7 @@ class TrainingBackend(BackendIOMixin):
             return metrics
 
         global_num_tokens = float(sum(s.num_loss_tokens for s in trained))
-        micro = [_MicroBatch(mb, self.collate(mb)) for mb in split_micro_batches(trained, self.cfg.micro_batch_size)]
+        micro = self._micro_batches(trained)
         use_kl = self.cfg.use_kl_loss
         want_grad_entropy = self.loss_config.entropy_coef > 0
 
@@ -351,6 +345,9 @@ class TrainingBackend(BackendIOMixin):
                     teacher_logprobs_B_T=b.teacher_logprobs_B_T,
                 )
                 out = self._call_loss(inputs)
+                if mb.filler:  # same collectives as a real micro-batch, zero gradient
+                    (out.loss * 0.0).backward()
+                    continue
                 out.loss.backward()
                 outputs.append(out)
                 loss_total += float(out.loss.detach())
@@ -365,10 +362,13 @@ class TrainingBackend(BackendIOMixin):
             self.model.eval()
             raise
         self.model.eval()
+        if self.data_parallel is not None:  # every rank's part of the metrics, in rank order
+            loss_total, abs_diff_sum, abs_diff_max, compared_tokens, outputs = gathered_metrics(self.data_parallel.all_gather(
+                (loss_total, abs_diff_sum, abs_diff_max, compared_tokens, [(o.sums, o.counts) for o in outputs])))
 
         # ---- one optimizer step
         max_norm = self.cfg.clip_grad if self.cfg.clip_grad > 0 else float("inf")
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.trainable_parameters, max_norm))
+        grad_norm = DataParallel.total_norm(torch.nn.utils.clip_grad_norm_(self.trainable_parameters, max_norm))
         skipped = not math.isfinite(grad_norm)
         if skipped:
             log.warning("non-finite grad norm (%s); optimizer step skipped", grad_norm)
@@ -395,3 +395,4 @@ class TrainingBackend(BackendIOMixin):
             skipped=1.0 if skipped else 0.0, weight_version=float(self.weight_version),
         )
         return {k: float(v) for k, v in metrics.items()}
+

@@ -3,6 +3,11 @@
 :meth:`save` / :meth:`load` go through :mod:`slime.checkpoint`; :meth:`export_weights` writes what
 the serving engine's ``load_weights(path)`` accepts: a full Hugging Face model folder, or for LoRA
 the peft adapter folder only.
+
+With data parallelism (``data_parallel`` set: the model is sharded over the train ranks) each of
+them is a collective every rank calls: the unsharded weights and optimizer state are gathered to
+rank 0, which alone writes ONE folder in the single-process format (so any number of ranks
+resumes it), and every rank loads its shards from that folder.
 """
 
 from __future__ import annotations
@@ -14,12 +19,14 @@ from typing import Any
 
 import torch
 
-from slime.checkpoint import TrainerState, load_checkpoint, save_checkpoint
+from slime.checkpoint import (OPTIMIZER_FILE, STATE_FILE, TrainerState, checkpoint_model_state, load_checkpoint,
+                              resolve_checkpoint_dir, restore_rng_state, save_checkpoint)
 
 
 class BackendIOMixin:
     """Needs ``model``, ``optimizer``, ``tokenizer``, ``is_lora``, ``step``, ``weight_version``,
-    ``offload_active`` and ``_optimizer_state_to`` from the class it is mixed into."""
+    ``data_parallel``, ``offload_active`` and ``_optimizer_state_to`` from the class it is mixed
+    into."""
 
     def save(self, save_dir: str | os.PathLike, step: int | None = None,
              data_cursor: int | str | None = None, *, keep_last: int | None = None,
@@ -40,7 +47,17 @@ class BackendIOMixin:
             self._optimizer_state_to(torch.device("cpu"))
         state = TrainerState(step=self.step if step is None else int(step), weight_version=self.weight_version,
                              data_cursor=data_cursor, extra=dict(extra or {}))
-        return save_checkpoint(save_dir, state, self.model, self.optimizer, self.tokenizer, keep_last=keep_last)
+        dp = self.data_parallel
+        if dp is None:
+            return save_checkpoint(save_dir, state, self.model, self.optimizer, self.tokenizer, keep_last=keep_last)
+        weights = dp.full_model_state(self.model, trainable_only=self.is_lora)
+        optimizer_state = dp.full_optimizer_state(self.model, self.optimizer)
+        path = Path(save_dir) / f"checkpoint-{state.step}"
+        if dp.rank == 0:
+            path = save_checkpoint(save_dir, state, self.model, None, self.tokenizer, keep_last=keep_last,
+                                   model_state=weights, optimizer_state=optimizer_state)
+        dp.barrier()  # no rank returns before the folder is complete
+        return path
 
     def load(self, path: str | os.PathLike, *, restore_rng: bool = True) -> TrainerState:
         """Restore weights (or the LoRA adapter), optimizer state and RNG from a checkpoint.
@@ -54,7 +71,18 @@ class BackendIOMixin:
         Raises:
             FileNotFoundError / ValueError: see :func:`slime.checkpoint.load_checkpoint`.
         """
-        state = load_checkpoint(path, self.model, self.optimizer, restore_rng=restore_rng)
+        if self.data_parallel is None:
+            state = load_checkpoint(path, self.model, self.optimizer, restore_rng=restore_rng)
+        else:  # every rank reads the one folder and keeps its shards
+            ckpt = resolve_checkpoint_dir(path)
+            state = TrainerState.from_json((ckpt / STATE_FILE).read_text())
+            self.data_parallel.load_model_state(self.model, checkpoint_model_state(ckpt, self.model))
+            if not (ckpt / OPTIMIZER_FILE).is_file():
+                raise ValueError(f"checkpoint {ckpt} has no {OPTIMIZER_FILE}")
+            self.data_parallel.load_optimizer_state(self.model, self.optimizer, torch.load(
+                ckpt / OPTIMIZER_FILE, map_location="cpu", weights_only=True))
+            if restore_rng and state.rng_state:
+                restore_rng_state(state.rng_state)
         if self.offload_active:
             self._optimizer_state_to(torch.device("cpu"))
         self.weight_version = int(state.weight_version)
@@ -76,11 +104,16 @@ class BackendIOMixin:
             ``out_dir`` as a :class:`~pathlib.Path`.
         """
         out = Path(out_dir)
+        dp = self.data_parallel
+        weights = None if dp is None else dp.full_model_state(self.model, trainable_only=self.is_lora)
+        if dp is not None and dp.rank != 0:
+            dp.barrier()  # rank 0 writes
+            return out
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.parent / f".tmp-{out.name}-{os.getpid()}"
         if tmp.exists():
             shutil.rmtree(tmp)
-        self.model.save_pretrained(str(tmp), safe_serialization=True)
+        self.model.save_pretrained(str(tmp), state_dict=weights, safe_serialization=True)
         if not self.is_lora and self.tokenizer is not None:
             self.tokenizer.save_pretrained(str(tmp))
         if out.exists():
@@ -90,4 +123,6 @@ class BackendIOMixin:
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, out)
+        if dp is not None:
+            dp.barrier()
         return out

@@ -45,6 +45,7 @@ __all__ = [
     "resolve_checkpoint_dir",
     "resume_point",
     "load_checkpoint",
+    "checkpoint_model_state",
     "restore_rng_state",
     "save_checkpoint",
 ]
@@ -131,6 +132,8 @@ def save_checkpoint(
     tokenizer: Any = None,
     *,
     keep_last: int | None = None,
+    model_state: dict[str, torch.Tensor] | None = None,
+    optimizer_state: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``save_dir/checkpoint-<state.step>`` atomically and point ``checkpoint-latest`` at it.
 
@@ -143,6 +146,9 @@ def save_checkpoint(
         tokenizer: saved with ``save_pretrained`` when given.
         keep_last: when set (>= 1), delete older ``checkpoint-<step>`` directories beyond the newest
             ``keep_last``.
+        model_state: the weights to write instead of ``model``'s own (the unsharded state of a
+            data-parallel model, :meth:`slime.data_parallel.DataParallel.full_model_state`).
+        optimizer_state: what to write to ``optimizer.pt`` instead of ``optimizer.state_dict()``.
 
     Returns:
         Path of the finished ``checkpoint-<step>`` directory.
@@ -163,11 +169,14 @@ def save_checkpoint(
     if state.rng_state is None:
         state = TrainerState(state.step, state.weight_version, state.data_cursor, capture_rng_state(), dict(state.extra))
 
-    model.save_pretrained(str(tmp), safe_serialization=True)
+    if model_state is not None:
+        model.save_pretrained(str(tmp), state_dict=model_state, safe_serialization=True)
+    else:
+        model.save_pretrained(str(tmp), safe_serialization=True)
     if tokenizer is not None:
         tokenizer.save_pretrained(str(tmp))
-    if optimizer is not None:
-        torch.save(optimizer.state_dict(), tmp / OPTIMIZER_FILE)
+    if optimizer_state is not None or optimizer is not None:
+        torch.save(optimizer_state if optimizer_state is not None else optimizer.state_dict(), tmp / OPTIMIZER_FILE)
     (tmp / STATE_FILE).write_text(state.to_json())
     reached("save_written", state.step)  # a fault test may kill the trainer here (slime.fault_points)
 
@@ -319,4 +328,48 @@ def load_checkpoint(
         optimizer.load_state_dict(torch.load(opt_path, map_location="cpu", weights_only=True))
     if restore_rng and state.rng_state:
         restore_rng_state(state.rng_state)
+    return state
+
+
+def checkpoint_model_state(ckpt: str | os.PathLike, model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The weights of checkpoint folder ``ckpt`` keyed by ``model``'s own state-dict names, for a
+    model that cannot ``load_state_dict`` plain tensors (a data-parallel one, sharded by FSDP2:
+    :meth:`slime.data_parallel.DataParallel.load_model_state` loads the result).
+
+    Full weights: the safetensors files as they are. A peft model: the adapter's LoRA weights,
+    with the adapter name put back into each key (peft's own naming: ``...lora_A.weight`` in the
+    file is ``...lora_A.<adapter>.weight`` in the model).
+
+    Raises:
+        FileNotFoundError: a weight file is missing.
+        ValueError: weights the model has no place for, or trainable weights the file lacks
+            (tied weights excepted).
+    """
+    ckpt = Path(ckpt)
+    names = set(model.state_dict())
+    if _is_peft(model):
+        from safetensors.torch import load_file
+
+        path = ckpt / "adapter_model.safetensors"
+        if not path.is_file():
+            raise FileNotFoundError(f"missing LoRA adapter {path}")
+        adapter = str(model.active_adapter)
+        where = {k.replace(f".{adapter}", ""): k for k in names if "lora_" in k}
+        loaded = load_file(str(path))
+        unexpected = [k for k in loaded if k not in where]
+        missing = [k for k in where if k not in loaded]
+        if unexpected or missing:
+            raise ValueError(f"adapter {path} does not match the model: unexpected {unexpected[:5]}, "
+                             f"lacks {missing[:5]}")
+        return {where[k]: v for k, v in loaded.items()}
+    state = _load_safetensors_dir(ckpt)
+    unexpected = [k for k in state if k not in names]
+    if unexpected:
+        raise ValueError(f"checkpoint {ckpt} has unexpected weights: {unexpected[:5]}")
+    by_id: dict[int, list[str]] = {}
+    for name, param in model.named_parameters(remove_duplicate=False):
+        by_id.setdefault(id(param), []).append(name)
+    lacking = [names_[0] for names_ in by_id.values() if not any(n in state for n in names_)]
+    if lacking:
+        raise ValueError(f"checkpoint {ckpt} lacks weights: {lacking[:5]}")
     return state

@@ -58,6 +58,10 @@ def check_core(cfg: Any) -> None:
         path = getattr(cfg, name)
         need(path is None or is_plugin_spec(path),
              f"--{name.replace('_', '-')} {path!r} must be 'path/to/file.py[:function]' or 'package.module.function'")
+    need(cfg.train_backend == "fsdp", "--train-backend megatron is not available here: megatron-core's forward "
+         "pass needs CUDA and this trainer is transformers + peft; use --train-backend fsdp (data-parallel across "
+         "--actor-num-nodes x --actor-num-gpus-per-node train actors)")
+    _check_gpu_ids(cfg, need)
     _check_method_name(cfg.advantage_estimator)
     need(cfg.rollout_service is None or bool(cfg.rollout_service.strip()), "--rollout-service must not be empty")
 
@@ -70,3 +74,23 @@ def _check_method_name(name: str) -> None:
         return
     raise ConfigError(f"argument --advantage-estimator: invalid choice: {name!r} (choose from "
                       f"{', '.join(sorted(names))}, or give path/to/method.py:Class)")
+
+
+def _check_gpu_ids(cfg: Any, need) -> None:
+    """``--actor-gpu-ids`` / ``--rollout-gpu-ids``: integers, one per train actor (one node) and
+    one per rollout GPU."""
+    from slime.placement import gpu_ids
+
+    try:
+        actor, rollout = gpu_ids(cfg.actor_gpu_ids), gpu_ids(cfg.rollout_gpu_ids)
+    except ValueError as exc:
+        raise ConfigError(f"--actor-gpu-ids / --rollout-gpu-ids: {exc}") from None
+    ranks = cfg.actor_num_nodes * cfg.actor_num_gpus_per_node
+    if actor:
+        need(cfg.actor_num_nodes == 1, "--actor-gpu-ids names the devices of one node; with --actor-num-nodes "
+             f"{cfg.actor_num_nodes} let Ray assign them")
+        need(len(actor) == ranks, f"--actor-gpu-ids {cfg.actor_gpu_ids} names {len(actor)} GPUs for {ranks} train "
+             "actor(s) (--actor-num-gpus-per-node)")
+    need(not rollout or len(rollout) == cfg.rollout_num_gpus, f"--rollout-gpu-ids {cfg.rollout_gpu_ids} names "
+         f"{len(rollout)} GPUs, --rollout-num-gpus is {cfg.rollout_num_gpus}")
+    need(not set(actor) & set(rollout), "--actor-gpu-ids and --rollout-gpu-ids share a GPU")

@@ -29,7 +29,7 @@ class Publisher:
     """Publishes each step's weights through the run's actors and remembers what serving runs.
 
     Args:
-        trainer: the :class:`slime.ray_actors.TrainActor` handle (exports and prunes).
+        trainer: the run's :class:`slime.train_group.TrainGroup` (exports and prunes).
         manager: the :class:`slime.ray_actors.RolloutManager` handle (publishes).
         served: the weight version serving runs now (0 at the start of a fresh run).
     """
@@ -49,7 +49,7 @@ class Publisher:
         """
         version = None
         try:
-            path, version = ray.get(self.trainer.export_weights.remote())
+            path, version = self.trainer.export_weights()
             served = ray.get(self.manager.publish_weights.remote(path, version))
         except (PublishFailed, OSError) as exc:
             self.failures += 1
@@ -59,7 +59,7 @@ class Publisher:
             ok = 0
         else:
             self.served, ok = served, 1
-            ray.get(self.trainer.prune_published.remote(served))  # serving swapped past the older ones
+            self.trainer.prune_published(served)  # serving swapped past the older ones
         out = {"publish/ok": ok, "publish/failures": self.failures}
         if self.served is not None:
             out["weight_version"] = self.served

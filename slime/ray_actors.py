@@ -48,10 +48,11 @@ def init_ray() -> None:
                  log_to_driver=True)
 
 
-def _use_all_cores() -> None:
-    """Ray starts workers niced and with OMP_NUM_THREADS=1; a trainer wants the whole machine."""
+def _use_all_cores(share: int = 1) -> None:
+    """Ray starts workers niced and with OMP_NUM_THREADS=1; a trainer wants the whole machine (its
+    ``1 / share`` when ``share`` processes train on it side by side)."""
     import torch
-    torch.set_num_threads(os.cpu_count() or 1)
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, share)))
     try:
         os.setpriority(os.PRIO_PROCESS, 0, 0)
     except OSError:  # not allowed to lower niceness: keep Ray's priority
@@ -76,6 +77,12 @@ class RolloutManager:
         self.rollout_spec = rollout_spec(cfg)
         self.rollout_fn = load_rollout_function(self.rollout_spec)
         self.args = self.service.rollout_args()
+
+    def placement(self) -> dict:
+        """Where the serving side runs: ``node_ip``, ``gpu_ids`` (Ray's) and ``CUDA_VISIBLE_DEVICES``
+        (the rollout engines' GPUs first, then the service's own, see :mod:`slime.placement`)."""
+        return {"node_ip": ray.util.get_node_ip_address(), "gpu_ids": [str(i) for i in ray.get_gpu_ids()],
+                "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES")}
 
     def server_url(self) -> str | None:
         """Base URL the service serves at (no ``/v1``), or None when it serves nothing."""
@@ -117,12 +124,49 @@ class RolloutManager:
 
 @ray.remote(num_cpus=0)
 class TrainActor:
-    """The policy trainer (wraps :class:`slime.backend.TrainingBackend`)."""
+    """The policy trainer (wraps :class:`slime.backend.TrainingBackend`): train rank ``rank`` of
+    ``world_size`` (:class:`slime.train_group.TrainGroup` starts them; every method but
+    :meth:`address` runs after :meth:`setup`). With ``world_size > 1`` every rank receives each
+    call with the same arguments (collectives inside) and trains its share of each global batch."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, rank: int = 0, world_size: int = 1):
         logging.basicConfig(level=logging.INFO)
-        _use_all_cores()
+        self.cfg, self.rank, self.world_size = cfg, int(rank), int(world_size)
+
+    def address(self) -> str:
+        """``host:port`` for the process group's TCP store: this node's IP and a free port."""
+        import socket
+
+        with socket.socket() as sock:
+            sock.bind(("", 0))
+            port = sock.getsockname()[1]
+        return f"{ray.util.get_node_ip_address()}:{port}"
+
+    def placement(self) -> dict:
+        """Where this rank runs: ``rank``, ``node_ip``, ``gpu_ids`` (Ray's), ``CUDA_VISIBLE_DEVICES``,
+        ``device`` and ``dtype`` of the policy (after :meth:`setup`)."""
+        backend = getattr(self, "backend", None)
+        return {"rank": self.rank, "node_ip": ray.util.get_node_ip_address(),
+                "gpu_ids": [str(i) for i in ray.get_gpu_ids()],
+                "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES"),
+                "device": str(backend.device) if backend else None,
+                "dtype": str(backend.param_dtype).replace("torch.", "") if backend else None}
+
+    def setup(self, address: str | None = None) -> None:
+        """Build the policy, optimizer and loss: on this actor's GPU in bfloat16 when Ray gave it
+        one and torch sees CUDA, else on CPU in float32; with ``world_size > 1`` first join the
+        process group at ``address`` (rank 0's :meth:`address`) and shard the policy (FSDP2)."""
+        _use_all_cores(share=self.cfg.actor_num_gpus_per_node)
+        import torch
+
         from slime.backend import TrainingBackend
+        cfg = self.cfg
+        on_gpu = bool(ray.get_gpu_ids()) and torch.cuda.is_available()
+        device = torch.device("cuda", 0) if on_gpu else torch.device("cpu")  # Ray set CUDA_VISIBLE_DEVICES
+        data_parallel = None
+        if self.world_size > 1:
+            from slime.data_parallel import init_data_parallel
+            data_parallel = init_data_parallel(self.rank, self.world_size, address, device)
 
         self.method = load_method_class(cfg.advantage_estimator)(cfg)
         loss_fn = None
@@ -130,8 +174,9 @@ class TrainActor:
         if spec:  # any of the three conventions, see slime.loss_plugins
             from slime.loss_plugins import load_loss_plugin
             loss_fn = load_loss_plugin(spec, cfg)
-        self.cfg = cfg
-        self.backend = TrainingBackend(cfg, loss_fn=loss_fn)
+        self.backend = TrainingBackend(cfg, loss_fn=loss_fn, device=device,
+                                       dtype=torch.bfloat16 if on_gpu else torch.float32,
+                                       data_parallel=data_parallel)
         from slime.paths import published_dir
         self.export_root = published_dir(cfg)
         from slime.admission import AdmissionPolicy
@@ -140,7 +185,7 @@ class TrainActor:
         self.admission = AdmissionPolicy.from_config(
             cfg, getattr(model_config, "max_position_embeddings", None), rollout_choice(cfg).generates)
         log.info("sample admission: %s", self.admission)
-        if cfg.save:  # what the run was started with (before_after.sh reads the base model from it)
+        if cfg.save and self.rank == 0:  # what the run was started with (before_after.sh reads the base model from it)
             Path(cfg.save).mkdir(parents=True, exist_ok=True)
             (Path(cfg.save) / RUN_CONFIG).write_text(json.dumps(cfg.to_dict(), indent=2, default=str))
 

@@ -117,7 +117,8 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
     from slime.actor_death import ActorDied, actor_death_line
     from slime.methods.registry import load_method_class
     from slime.publish import Publisher
-    from slime.ray_actors import RolloutManager, TrainActor, init_ray
+    from slime.ray_actors import RolloutManager, init_ray
+    from slime.train_group import TrainGroup
 
     if not cfg.num_rollout:
         cfg = cfg.replace(num_rollout=num_rollout(cfg))
@@ -125,9 +126,9 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
     init_ray()
     method = load_method_class(cfg.advantage_estimator)(cfg)  # lives for the whole run
     logger = logger or MetricsLogger(cfg.log_dir)
-    trainer = TrainActor.remote(cfg)
-    resume_step = ray.get(trainer.resume.remote())
-    manager = RolloutManager.remote(cfg, resume_step)
+    trainer = TrainGroup(cfg)
+    resume_step = trainer.resume()
+    manager = RolloutManager.options(**rollout_manager_options(cfg)).remote(cfg, resume_step)
     start = resume_step or 0
     summary = {"steps": 0, "versions_published": 0, "samples_trained": 0, "start_step": start}
     working_step = start + 1
@@ -136,7 +137,7 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
         publisher = Publisher(trainer, manager, served=None if resume_step else 0)
         if resume_step is not None:  # serve the resumed weights: new turns and staleness count from them
             publisher.publish()
-            summary["resumed_weight_version"] = ray.get(trainer.weight_version.remote())
+            summary["resumed_weight_version"] = trainer.weight_version()
         pending = manager.generate.remote(start)
         saved_step, cursor = start, None
         for rollout_id in range(start, cfg.num_rollout):
@@ -145,18 +146,18 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
             if not rollout_samples:  # a finite source (offline data) is used up
                 log.info("the rollout returned no samples (its data is used up): stopping after step %d", rollout_id)
                 if cfg.save and saved_step != rollout_id:
-                    ray.get(trainer.save.remote(rollout_id, cursor))
+                    trainer.save(rollout_id, cursor)
                 summary["stopped_early"] = True
                 break
             last = rollout_id + 1 == cfg.num_rollout
             if cfg.async_train and not last:
                 pending = manager.generate.remote(rollout_id + 1)  # overlaps with training
             try:
-                samples, admit_metrics = ray.get(trainer.admit.remote(rollout_samples))
+                samples, admit_metrics = trainer.admit(rollout_samples)
                 if method.prepares_samples():
-                    samples = ray.get(trainer.prepare_samples.remote(samples))
+                    samples = trainer.prepare_samples(samples)
                 samples, adv_metrics = method.compute_advantages(samples)
-                train_metrics = ray.get(trainer.train_step.remote(samples, rollout_id + 1))
+                train_metrics = trainer.train_step(samples, rollout_id + 1)
             except Exception:
                 ray.get(manager.release.remote(rollout_samples))
                 raise
@@ -164,7 +165,7 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
             ray.get(manager.mark_trained.remote(rollout_samples, step))  # dropped ones too: consumed
             cursor = max([s.source_id or 0 for s in rollout_samples] + ([cursor] if cursor is not None else []))
             if cfg.save and ((cfg.save_interval and step % cfg.save_interval == 0) or last):
-                ray.get(trainer.save.remote(step, cursor))
+                trainer.save(step, cursor)
                 saved_step = step
             publish_metrics = publisher.publish()  # a failed publish is counted, never fatal
             rollout_metrics = {**rollout_metrics, **admit_metrics}
@@ -189,6 +190,16 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
         summary["plot"] = str(logger.close())
     summary["wall_s"] = round(time.time() - t0, 1)
     return summary
+
+
+def rollout_manager_options(cfg) -> dict:
+    """Ray options of the run's rollout manager: the GPUs of the rollout engines and of the
+    service's own models (:func:`slime.placement.rollout_gpu_request`), pinned to
+    ``--rollout-gpu-ids`` (and the service's ids) when given."""
+    from slime.placement import actor_options, rollout_gpu_request
+    from slime.services import load_service_class
+
+    return actor_options(*rollout_gpu_request(cfg, load_service_class(cfg.rollout_service)))
 
 
 def _interrupt_on_sigterm() -> None:

@@ -116,6 +116,24 @@ def test_optimizer_args_and_gpu_lists(tmp_path):
     cfg = _job_config(argv, env_vars)
     assert (cfg.lr, cfg.weight_decay, cfg.adam_beta1, cfg.adam_beta2) == (1e-6, 0.01, 0.9, 0.999)
     assert "TRAIN_JOB_NUM_GPUS=8" in out
+    # the id lists become the actors' devices (tests/test_gpu_placement.py: each actor gets them)
+    assert (cfg.actor_num_gpus_per_node, cfg.actor_gpu_ids, cfg.rollout_num_gpus, cfg.rollout_gpu_ids) == \
+        (4, "0,1,2,3", 4, "4,5,6,7")
+
+
+def test_faq_gpu_names(tmp_path):
+    argv, env_vars, out = _dry_run("openclaw-rl/run_qwen3_7b_openclaw_rl.sh", _workdir(tmp_path),
+                                   NUM_GPUS="8", ACTOR_GPUS="4", ROLLOUT_GPUS="2", PRM_GPUS="6,7")
+    cfg = _job_config(argv, env_vars)
+    assert (cfg.actor_num_gpus_per_node, cfg.actor_gpu_ids, cfg.rollout_num_gpus, cfg.prm_num_gpus,
+            cfg.prm_gpu_ids) == (4, None, 2, 2, "6,7")
+    assert "TRAIN_JOB_NUM_GPUS=8" in out
+    r = subprocess.run(["bash", str(REPO / "openclaw-rl/run_qwen3_7b_openclaw_rl.sh")], cwd=tmp_path,
+                       env={**os.environ, "PYTHON": sys.executable, "MODEL_PATH": "builtin:tiny-qwen3",
+                            "TRAIN_JOB_DRY_RUN": "1", "NUM_GPUS": "4", "TRAIN_GPUS": "4", "ROLLOUT_GPUS": "2"},
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.strip() == ("run_qwen3_7b_openclaw_rl.sh: TRAIN_GPUS (4) + ROLLOUT_GPUS (2) "
+                                                      "+ PRM_GPUS (0) exceed NUM_GPUS (4)")
 
 
 def test_bad_gpu_value_is_one_line(tmp_path):

@@ -11,7 +11,11 @@
 #   PORT, SERVED_MODEL_NAME (policy), RAY_PORT, RAY_DASHBOARD_PORT,
 #   RAY_ADDRESS (the cluster to run on: its job API URL http://<head>:8265 or its GCS address
 #   <head>:6379; default a head this script starts on 127.0.0.1:$RAY_PORT),
-#   RAY_AUTH_MODE (token), TRAIN_GPUS, ROLLOUT_GPUS (a count, or a list of ids such as "0,1,2,3"),
+#   RAY_AUTH_MODE (token), TRAIN_GPUS (or ACTOR_GPUS), ROLLOUT_GPUS, PRM_GPUS (each a count, or a
+#   list of ids such as "0,1,2,3": the train actors, the rollout engine and the PRM/teacher get
+#   those devices; mapped onto --actor-num-gpus-per-node [--actor-gpu-ids], --rollout-num-gpus
+#   [--rollout-gpu-ids], --prm-num-gpus [--prm-gpu-ids]), NUM_GPUS (GPUs of the head this script
+#   starts; default their sum),
 #   PYTHON, TRAIN_JOB_DRY_RUN (1: print the paths, the command and the job environment; submit nothing)
 #   Every environment fallback of the trainer's flags (MAJORITY_VOTE_N, MAJORITY_VOTE_THRESHOLD,
 #   PRM_MODEL_PATH, PRM_URL, JUDGE_MODEL_PATH, RESUME_CKPT, OPENCLAW_COMBINE_W_OPD, ...; the list:
@@ -78,8 +82,25 @@ if [ -n "$DATA_PATH" ]; then
   DATA_PATH=$(abs_path "$DATA_PATH")
   if [ ! -f "$DATA_PATH" ]; then echo "$LAUNCH_SCRIPT: DATA_PATH $DATA_PATH: no such file" >&2; exit 2; fi
 fi
-TRAIN_GPUS=$(gpu_count "${TRAIN_GPUS:-$HAS_GPU}" TRAIN_GPUS) || exit 2
+# gpu_ids VALUE: the ids of a list ("0, 1,2" -> "0,1,2"); nothing for a count
+gpu_ids() {
+  case "$1" in *,*) local ids; IFS=', ' read -r -a ids <<<"$1"; local IFS=,; echo "${ids[*]}" ;; esac
+}
+TRAIN_GPUS=${TRAIN_GPUS:-${ACTOR_GPUS:-$HAS_GPU}}   # ACTOR_GPUS: the seed FAQ's name
+TRAIN_GPU_IDS=$(gpu_ids "$TRAIN_GPUS"); ROLLOUT_GPU_IDS=$(gpu_ids "${ROLLOUT_GPUS:-}"); PRM_GPU_IDS=$(gpu_ids "${PRM_GPUS:-}")
+TRAIN_GPUS=$(gpu_count "$TRAIN_GPUS" TRAIN_GPUS) || exit 2
 ROLLOUT_GPUS=$(gpu_count "${ROLLOUT_GPUS:-$HAS_GPU}" ROLLOUT_GPUS) || exit 2
+PRM_GPUS=$(gpu_count "${PRM_GPUS:-0}" PRM_GPUS) || exit 2
+NUM_GPUS=$(gpu_count "${NUM_GPUS:-$((TRAIN_GPUS + ROLLOUT_GPUS + PRM_GPUS))}" NUM_GPUS) || exit 2
+if [ "$((TRAIN_GPUS + ROLLOUT_GPUS + PRM_GPUS))" -gt "$NUM_GPUS" ]; then
+  echo "$LAUNCH_SCRIPT: TRAIN_GPUS ($TRAIN_GPUS) + ROLLOUT_GPUS ($ROLLOUT_GPUS) + PRM_GPUS ($PRM_GPUS) exceed NUM_GPUS ($NUM_GPUS)" >&2
+  exit 2
+fi
+# the GPU layout as trainer flags (before the flag groups and the script's arguments, which win)
+GPU_ARGS=""
+[ "$TRAIN_GPUS" -gt 0 ] && GPU_ARGS="--actor-num-gpus-per-node $TRAIN_GPUS${TRAIN_GPU_IDS:+ --actor-gpu-ids $TRAIN_GPU_IDS}"
+[ "$ROLLOUT_GPUS" -gt 0 ] && GPU_ARGS="$GPU_ARGS --rollout-num-gpus $ROLLOUT_GPUS${ROLLOUT_GPU_IDS:+ --rollout-gpu-ids $ROLLOUT_GPU_IDS}"
+[ "$PRM_GPUS" -gt 0 ] && GPU_ARGS="$GPU_ARGS --prm-num-gpus $PRM_GPUS${PRM_GPU_IDS:+ --prm-gpu-ids $PRM_GPU_IDS}"
 PORT=${PORT:-30000}
 RAY_PORT=${RAY_PORT:-6379}
 RAY_DASHBOARD_PORT=${RAY_DASHBOARD_PORT:-8265}
@@ -128,7 +149,7 @@ ensure_ray_head() {
   esac
   mkdir -p "$LOG_DIR"
   ray start --head --block --node-ip-address 127.0.0.1 --port "$RAY_PORT" --dashboard-host 127.0.0.1 \
-    --dashboard-port "$RAY_DASHBOARD_PORT" --num-gpus "$((TRAIN_GPUS + ROLLOUT_GPUS))" \
+    --dashboard-port "$RAY_DASHBOARD_PORT" --num-gpus "$NUM_GPUS" \
     --disable-usage-stats >"$LOG_DIR/ray-head.log" 2>&1 &
   STARTED_RAY_HEAD_PID=$!
   JOB_API=http://127.0.0.1:$RAY_DASHBOARD_PORT
@@ -179,7 +200,7 @@ _train_job_cleanup() {
 # Submit slime/train.py with the flag groups, the method's flags and the script's arguments.
 submit_train_job() {
   local serve_default="--rl-buffer-dir $RL_BUFFER_DIR --log-dir $LOG_DIR"
-  local base="--model-path $MODEL_PATH --save $CKPT_SAVE_DIR"
+  local base="--model-path $MODEL_PATH --save $CKPT_SAVE_DIR $GPU_ARGS"
   if [ -n "$DATA_PATH" ]; then   # offline: no server is started, so no server-side flags; one pass by default
     serve_default="$serve_default --data-path $DATA_PATH"
   else
@@ -205,7 +226,7 @@ submit_train_job() {
   if [ -n "$TRAIN_JOB_DRY_RUN" ]; then
     echo "TRAIN_JOB_ARGV=$("$PYTHON" -c 'import json, sys; print(json.dumps(sys.argv[1:]))' "$@")"
     echo "TRAIN_JOB_RUNTIME_ENV=$runtime_env"
-    echo "TRAIN_JOB_NUM_GPUS=$((TRAIN_GPUS + ROLLOUT_GPUS))"
+    echo "TRAIN_JOB_NUM_GPUS=$NUM_GPUS"
     return 0
   fi
   trap _train_job_cleanup EXIT

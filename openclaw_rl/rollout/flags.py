@@ -77,6 +77,8 @@ class OpenClawFlags:
                              "device)", ge=0)
     prm_num_gpus_per_engine: int = flag(0, "GPUs per step PRM engine (tensor parallel size; 0: one engine "
                                         "per --prm-num-gpus)", ge=0)
+    prm_gpu_ids: str | None = flag(None, "the PRM/teacher GPUs by id (e.g. 6,7), after the rollout engines' in "
+                                   "the rollout manager's CUDA_VISIBLE_DEVICES", default_text="the GPUs Ray assigns")
     majority_vote_n: int = flag(1, "judge votes per turn (PRM and hint judge)", env="MAJORITY_VOTE_N", ge=1)
     majority_vote_threshold: float = flag(0.5, "fraction of the valid votes the winning verdict needs, else 0",
                                           env="MAJORITY_VOTE_THRESHOLD", ge=0, le=1)

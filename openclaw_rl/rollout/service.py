@@ -20,6 +20,7 @@ from openclaw_rl.capture.export import import_sessions
 from openclaw_rl.capture.store import TrajectoryStore
 from openclaw_rl.capture.text_turns import needs_ids, tokenize_untokenized_turns
 from openclaw_rl.rollout.data_source import StoreDataSource
+from openclaw_rl.rollout.devices import server_device_args, server_env
 from openclaw_rl.rollout.flags import SERVER_SIDE_FLAGS, OpenClawFlags
 from openclaw_rl.rollout.judge_loop import JudgeLoop
 from openclaw_rl.rollout.prompt_rollout import DEFAULT_GENERATE
@@ -131,8 +132,8 @@ class OpenClawRolloutService:
                 "--session-idle-timeout", str(x.session_idle_timeout),
                 "--torch-threads", str(x.server_torch_threads),
                 *(("--admin-api-key", x.admin_api_key) if x.admin_api_key else ()),
-                "--weights-dir", str(published_dir(cfg)),
-                api_key=self.api_key, log_dir=log_dir, port=x.port)
+                "--weights-dir", str(published_dir(cfg)), *server_device_args(cfg),
+                api_key=self.api_key, log_dir=log_dir, port=x.port, env=server_env(cfg))
             self.server_url = self.server.base_url.rsplit("/v1", 1)[0]
         self.text_turns.tokenize_all()  # imported turns without ids, before anything judges them
         self.data_source = StoreDataSource(self.store, max_staleness=cfg.max_staleness,
@@ -155,6 +156,15 @@ class OpenClawRolloutService:
         if cfg.prompt_data:
             return RolloutChoice(PROMPT_ROLLOUT, groups=True, generates=True)
         return RolloutChoice(LIVE_ROLLOUT, groups=False, generates=False)
+
+    @classmethod
+    def extra_gpus(cls, cfg: Any) -> tuple[int, list[str]]:
+        """GPUs this service needs besides the rollout engines' (:func:`slime.placement.rollout_gpu_request`):
+        ``--prm-num-gpus`` for the PRM/teacher, pinned to ``--prm-gpu-ids`` when given."""
+        from slime.placement import gpu_ids
+
+        x = cfg.flags_of("service", OpenClawFlags)
+        return int(x.prm_num_gpus), gpu_ids(x.prm_gpu_ids)
 
     @classmethod
     def default_num_rollout(cls, cfg: Any) -> int | None:

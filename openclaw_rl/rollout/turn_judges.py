@@ -7,6 +7,7 @@ calls are :class:`PRMTurnJudge` here and :mod:`openclaw_rl.opd.judge` (OPD, Comb
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from openclaw_rl.rollout.flags import OpenClawFlags
@@ -43,9 +44,14 @@ def build_prm(cfg: Any):
     from openclaw_rl.judges.modes import build_backend
     from openclaw_rl.judges.prm import PRMJudge
 
+    from openclaw_rl.rollout.devices import prm_device
+
     x: OpenClawFlags = cfg.flags_of("service", OpenClawFlags)
+    device = None if (x.prm_url or os.environ.get("PRM_URL")) else prm_device(cfg)
+    import torch
+    on_gpu = {"device": device, "dtype": torch.bfloat16} if device else {}  # a local model on its GPU
     backend = build_backend(prm_url=x.prm_url, prm_model=x.prm_model_name, prm_api_key=x.prm_api_key,
-                            model_path=x.prm_model_path or cfg.model_path, mode=x.prm_mode)
+                            model_path=x.prm_model_path or cfg.model_path, mode=x.prm_mode, **on_gpu)
     return PRMJudge(backend, majority_vote_n=x.majority_vote_n, threshold=x.majority_vote_threshold,
                     num_workers=x.num_judge_workers)
 
@@ -78,10 +84,15 @@ def build_hint_judge(cfg: Any, hint: Any, prm: Any = None):
         backend = OpenAIJudgeBackend(hint.judge_url, hint.judge_model_name or "default", api_key=hint.judge_api_key,
                                      max_tokens=hint.hint_max_new_tokens, temperature=hint.hint_temperature)
     else:
+        import torch
+
+        from openclaw_rl.rollout.devices import prm_device
         path = hint.judge_model_path or cfg.model_path
         shared = getattr(getattr(prm, "backend", None), "model_path", None) == str(path)
+        device = None if shared else prm_device(cfg)  # its own model: on the PRM/teacher GPU, bf16
         backend = StructuredHintBackend(path, max_new_tokens=hint.hint_max_new_tokens,
                                         model=prm.backend.model if shared else None,
                                         tokenizer=prm.backend.tokenizer if shared else None,
-                                        temperature=hint.hint_temperature)
+                                        temperature=hint.hint_temperature,
+                                        **({"device": device, "dtype": torch.bfloat16} if device else {}))
     return HintJudge(backend, majority_vote_n=x.majority_vote_n, min_chars=hint.hint_min_chars)

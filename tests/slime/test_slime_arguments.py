@@ -104,6 +104,12 @@ def test_unknown_args():
         (["--loss-type", "custom_loss"], "needs --custom-loss-function-path"),
         (["--custom-rm-path", "not a path"], "--custom-rm-path"),
         (["--micro-batch-size", "x"], "invalid int value"),
+        (["--train-backend", "megatron"], "megatron-core's forward pass needs CUDA"),
+        (["--actor-num-gpus-per-node", "2", "--actor-gpu-ids", "0"], "names 1 GPUs for 2 train actor"),
+        (["--actor-num-nodes", "2", "--actor-gpu-ids", "0,1"], "names the devices of one node"),
+        (["--actor-gpu-ids", "gpu0"], "GPU ids must be non-negative integers"),
+        (["--rollout-num-gpus", "1", "--rollout-gpu-ids", "1,2"], "names 2 GPUs, --rollout-num-gpus is 1"),
+        (["--actor-gpu-ids", "3", "--rollout-num-gpus", "1", "--rollout-gpu-ids", "3"], "share a GPU"),
     ],
 )
 def test_bad_configs_raise_one_line_config_error(argv, fragment):

@@ -1,0 +1,59 @@
+"""The GPUs of the serving side, inside the rollout manager (issue 15).
+
+The rollout manager asks Ray for ``--rollout-num-gpus`` GPUs for the rollout engine plus
+``--prm-num-gpus`` for the PRM/teacher (:func:`slime.placement.rollout_gpu_request`; pinned to
+``--rollout-gpu-ids`` / ``--prm-gpu-ids`` when given), so its ``CUDA_VISIBLE_DEVICES`` lists the
+engine's GPUs first, then the PRM's. From that list:
+
+* the policy server the service starts gets the first ``--rollout-num-gpus`` ids as its
+  ``CUDA_VISIBLE_DEVICES`` and ``--device cuda`` (the transformers engine serves on one device,
+  the first of them);
+* a local PRM model, and the OPD hint judge's own model (the teacher's hint writer), load in
+  bfloat16 on the first PRM GPU (``cuda:<rollout GPUs>`` in the
+  manager's numbering).
+
+Where torch sees no CUDA (a CPU machine, or a Ray head that declares logical GPUs only) the
+server and the PRM stay on CPU; the server still gets its ``CUDA_VISIBLE_DEVICES``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+__all__ = ["prm_device", "server_device_args", "server_env", "visible_gpus"]
+
+
+def visible_gpus() -> list[str]:
+    """This process's ``CUDA_VISIBLE_DEVICES`` ids (``[]`` when unset or empty)."""
+    return [i for i in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if i.strip()]
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def server_env(cfg: Any) -> dict[str, str]:
+    """``{"CUDA_VISIBLE_DEVICES": <the rollout engine's ids>}`` for the policy server, ``{}`` when
+    the manager holds no GPU for it."""
+    ids = visible_gpus()[:int(cfg.rollout_num_gpus)]
+    return {"CUDA_VISIBLE_DEVICES": ",".join(ids)} if ids else {}
+
+
+def server_device_args(cfg: Any) -> tuple[str, ...]:
+    """``("--device", "cuda")`` when the server gets GPUs and torch sees CUDA, else ``()``."""
+    return ("--device", "cuda") if server_env(cfg) and _cuda() else ()
+
+
+def prm_device(cfg: Any) -> str | None:
+    """The local PRM/teacher model's torch device (``cuda:<n>``), or None (CPU) when no PRM GPU
+    is held or torch sees no CUDA."""
+    from openclaw_rl.rollout.flags import OpenClawFlags
+
+    x = cfg.flags_of("service", OpenClawFlags)
+    first = int(cfg.rollout_num_gpus)
+    if not x.prm_num_gpus or len(visible_gpus()) <= first or not _cuda():
+        return None
+    return f"cuda:{first}"
