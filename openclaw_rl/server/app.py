@@ -166,8 +166,13 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
 
     @app.get("/healthz")
     async def healthz():
-        return {"status": "ok", "model": service.model_name,
-                "weight_version": service.engine.weight_version}
+        """Status, model, weight version; with an engine on engine servers (``--backend vllm`` /
+        ``sglang``) also ``engine``: its replicas' URLs, versions and loads."""
+        body = {"status": "ok", "model": service.model_name, "weight_version": service.engine.weight_version}
+        describe = getattr(service.engine, "describe", None)
+        if describe is not None:
+            body["engine"] = describe()
+        return body
 
     def model_card() -> dict:
         return {"id": service.model_name, "object": "model", "created": 0, "owned_by": "openclaw-rl"}
