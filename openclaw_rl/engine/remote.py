@@ -84,7 +84,7 @@ class RemoteEngine(Engine):
     Args:
         urls: base URLs of the replicas (``http://host:port``), at least one.
         model_folder: the served model's folder (tokenizer, config, base weights).
-        max_context: context window; default the engine server's.
+        max_context: context window; default (and at most) the engine server's.
 
     Raises:
         EngineError: a replica does not answer or serves another context window.
@@ -102,7 +102,8 @@ class RemoteEngine(Engine):
                 replica.version = self._start_version(client, replica.url)
         if len(set(windows.values())) != 1:
             raise EngineError(f"the {self.backend} replicas serve different context windows: {windows}")
-        self.max_context = int(max_context or next(iter(windows.values())))
+        window = next(iter(windows.values()))
+        self.max_context = min(int(max_context), window) if max_context else window
         self.eos_token_ids = eos_token_ids(self.model_folder)
         self._version = max(r.version for r in self.replicas.replicas)
         self._update_lock = threading.Lock()

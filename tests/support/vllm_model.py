@@ -14,7 +14,7 @@ from pathlib import Path
 NAME = "tiny-qwen3-hd64-v2"
 
 
-def _build(out: Path, seed: int) -> None:
+def _build(out: Path) -> None:
     import torch
     from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
 
@@ -27,7 +27,7 @@ def _build(out: Path, seed: int) -> None:
         max_position_embeddings=4096, tie_word_embeddings=True, initializer_range=0.2,
         bos_token_id=None, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
     )
-    torch.manual_seed(seed)
+    torch.manual_seed(0)
     model = Qwen3ForCausalLM(config)
     model.generation_config = GenerationConfig(eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
     model.save_pretrained(out)
@@ -42,13 +42,23 @@ def vllm_tiny_model() -> Path:
     if not (target / ".complete").exists():
         with _file_lock(cache_dir() / f".{NAME}.lock"):
             if not (target / ".complete").exists():
-                _atomic_build(target, lambda out: _build(out, seed=0))
+                _atomic_build(target, _build)
     return target
 
 
-def second_version(out: Path) -> Path:
-    """Write the same architecture with other random weights (seed 1) to ``out``: a weight
-    update whose greedy answers differ from :func:`vllm_tiny_model`'s."""
-    out.mkdir(parents=True, exist_ok=True)
-    _build(out, seed=1)
+def second_version(out: Path, scale: float = 0.5) -> Path:
+    """Copy :func:`vllm_tiny_model` to ``out`` with every weight perturbed (seeded Gaussian noise of
+    ``scale`` times its own std): a weight update whose greedy answers differ from the original's."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    src = vllm_tiny_model()
+    shutil.copytree(src, out, ignore=shutil.ignore_patterns(".complete", "*.safetensors"))
+    tensors = load_file(src / "model.safetensors")
+    gen = torch.Generator().manual_seed(1)
+    for name, t in tensors.items():
+        tensors[name] = t + torch.randn(t.shape, generator=gen, dtype=t.dtype) * scale * (t.std() if t.numel() > 1 else 1.0)
+    save_file(tensors, out / "model.safetensors", metadata={"format": "pt"})
     return out
