@@ -1,4 +1,4 @@
-"""Replica choice of the engine-server backends (:mod:`openclaw_rl.engine.replicas`): session
+"""Replica choice and options of the engine-server backends (:mod:`openclaw_rl.engine.replicas`): session
 affinity by rendezvous hashing, rolling updates that drain one replica while the others serve,
 and completions that wait (never fail) while the only replica is updated. The same logic runs
 over real vLLM servers in tests/test_vllm_backend.py."""
@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -124,3 +125,19 @@ def test_rollout_gpus_split_into_replicas():
         parse_rollout_gpus("gpu0")
     with pytest.raises(ValueError, match="same|differ"):
         ReplicaSet([Replica(URLS[0]), Replica(URLS[0])])
+
+
+def test_engine_server_options_fail_with_one_line_reasons(capsys):
+    from openclaw_rl.engine.engine_servers import engine_command, resolve_engine_python
+    from openclaw_rl.server.config import parse_server_args
+
+    with pytest.raises(ValueError, match="make vllm"):
+        resolve_engine_python("vllm", "/nonexistent/python")
+    with pytest.raises(SystemExit):
+        parse_server_args(["--engine-url", "http://127.0.0.1:8000"])  # the transformers backend has none
+    assert "--engine-url needs --backend vllm or sglang" in capsys.readouterr().err
+    cpu = engine_command("vllm", "py", Path("/m"), 9000, [], 4096, ["--dtype", "float32"])
+    assert cpu[:3] == ["py", "-m", "vllm.entrypoints.openai.api_server"] and "--enforce-eager" in cpu
+    assert cpu[cpu.index("--max-model-len") + 1] == "4096" and cpu[-2:] == ["--dtype", "float32"]
+    gpu = engine_command("sglang", "py", Path("/m"), 9000, ["4", "5"], None, [])
+    assert gpu[gpu.index("--tp-size") + 1] == "2" and "--context-length" not in gpu

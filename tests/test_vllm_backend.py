@@ -10,6 +10,7 @@ and server B fronts both (``--engine-url`` twice).
 
 from __future__ import annotations
 
+import json
 import shlex
 import threading
 import time
@@ -129,6 +130,28 @@ def test_conversation_is_recorded_token_exactly(stack):
     for lp in streamed:  # best first, and the sampled token is no better than the best
         best = [alt["logprob"] for alt in lp["top_logprobs"]]
         assert best == sorted(best, reverse=True) and lp["logprob"] <= best[0] + 1e-6
+
+
+def test_forced_tool_call_is_constrained_by_vllm(stack):
+    """``tool_choice`` naming a function: vLLM's llguidance backend enforces the same grammar the
+    transformers engine uses, the reply is a call, and the record is vLLM's own constrained answer."""
+    a, _b, engine_a, _ = stack
+    read = {"type": "function", "function": {"name": "read", "parameters": {
+        "type": "object", "properties": {"path": {"enum": ["a.txt", "b.txt"]}}, "required": ["path"]}}}
+    reply = _chat(a, [{"role": "user", "content": "open a file"}], "forced", max_tokens=40, temperature=0,
+                  tools=[read], tool_choice={"type": "function", "function": {"name": "read"}})
+    choice = reply["choices"][0]
+    assert choice["finish_reason"] == "tool_calls", choice
+    call = choice["message"]["tool_calls"][0]["function"]
+    assert call["name"] == "read" and json.loads(call["arguments"])["path"] in ("a.txt", "b.txt")
+    (turn,) = _turns(a, "forced")
+    assert turn.constrained and turn.response_ids[-1] == 151645
+    from openclaw_rl.models import load_tokenizer
+    from openclaw_rl.server.tool_choice import tool_call_grammar
+    grammar = tool_call_grammar(load_tokenizer(vllm_tiny_model()), [read["function"]], multiple=False)
+    answer = vllm_generate(engine_a, turn.prompt_ids, len(turn.response_ids), stop_token_ids=[151645, 151643],
+                           grammar=grammar)
+    _assert_same_as_vllm(turn, answer)
 
 
 def test_weight_update_under_load(stack, tmp_path):

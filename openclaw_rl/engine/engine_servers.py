@@ -99,7 +99,7 @@ def engine_command(backend: str, python: str, model_folder: Path, port: int, dev
         cmd = [python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_folder),
                "--host", "127.0.0.1", "--port", str(port), "--served-model-name", "engine",
                "--enable-scale-out", "--logprobs-mode", "processed_logprobs", "--max-logprobs", "21",
-               "--tensor-parallel-size", tp,
+               "--structured-outputs-config.backend", "guidance", "--tensor-parallel-size", tp,
                "--uvicorn-log-level", "warning"]
         if max_context:
             cmd += ["--max-model-len", str(max_context)]

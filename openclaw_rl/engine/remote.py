@@ -179,7 +179,7 @@ class RemoteEngine(Engine):
             raise PromptTooLongError(len(prompt), self.max_context)
         if self._closed:
             raise EngineError("engine is closed")
-        if params.grammar is not None:
+        if params.grammar is not None and not self.supports_grammar:
             raise EngineError(f"the {self.backend} backend does not take grammars (constrained decoding)")
         result = result if result is not None else GenerationOutput(prompt_ids=prompt)
         result.prompt_ids = prompt

@@ -4,7 +4,8 @@ Token in, token out through vLLM's ``POST /inference/v1/generate`` (vLLM >= 0.32
 ``--enable-scale-out``): the request carries ``token_ids`` and vLLM ``SamplingParams``; each
 server-sent event carries the new ``token_ids`` and, per token, ``logprobs.content[i]`` =
 ``{token_id, logprob, rank, top_logprobs}``; the last one also carries ``weight_versions``
-(which weight version sampled which output tokens). vLLM runs with
+(which weight version sampled which output tokens). A grammar (forced ``tool_choice``) goes as
+``structured_outputs.grammar`` to vLLM's llguidance backend. vLLM runs with
 ``--logprobs-mode processed_logprobs``, so a logprob is that of the distribution the token was
 drawn from (after temperature and top-p; the raw log-softmax for greedy), as
 :class:`openclaw_rl.engine.base.TokenEvent` defines it.
@@ -51,13 +52,18 @@ class VLLMEngine(RemoteEngine):
 
     Args:
         urls: the replicas' base URLs (servers started with ``VLLM_SERVER_DEV_MODE=1``,
-            ``--enable-scale-out`` and ``--logprobs-mode processed_logprobs``, as
+            ``--enable-scale-out``, ``--logprobs-mode processed_logprobs``, ``--max-logprobs 21``
+            and ``--structured-outputs-config.backend guidance``, as
             :mod:`openclaw_rl.engine.engine_servers` starts them).
         model_folder: the served model's folder.
         max_context: context window; default vLLM's ``max_model_len``.
     """
 
     backend = "vllm"
+    #: forced tool calls: the llguidance Lark grammar goes to vLLM's ``guidance`` structured-output
+    #: backend (``--structured-outputs-config.backend guidance``), which masks the logits before
+    #: sampling, so the logprobs are those of the constrained distribution
+    supports_grammar = True
 
     def _context_window(self, client: httpx.Client, url: str) -> int:
         try:
@@ -85,6 +91,8 @@ class VLLMEngine(RemoteEngine):
                     "logprobs": params.top_logprobs + 1 if params.top_logprobs else 0}
         if params.seed is not None:
             sampling["seed"] = params.seed % 2 ** 63
+        if params.grammar is not None:
+            sampling["structured_outputs"] = {"grammar": params.grammar}
         return "/inference/v1/generate", {"token_ids": prompt_ids, "sampling_params": sampling, "stream": True}
 
     def _events(self, chunk: dict, state: StreamState) -> list[TokenEvent]:

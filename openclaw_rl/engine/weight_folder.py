@@ -54,6 +54,15 @@ class _Shape:
         self.shape = shape
 
 
+def _served_structure(base: Path):
+    """The served model built on the meta device: its ``state_dict()`` names and shapes, no memory."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    with torch.device("meta"):
+        return AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(base))
+
+
 def check_model_folder(folder: Path, base: Path) -> None:
     """Check that ``folder`` holds the served model's architecture and every tensor of ``base``.
 
@@ -112,8 +121,7 @@ def engine_weights_folder(source: str | Mapping[str, object], base: Path) -> Pat
     if not folder.is_dir():
         raise InvalidWeightsError(f"{source!r} is not a folder")
     if (folder / "adapter_config.json").is_file():
-        base_model = load_model(base, dtype=torch.float32)
-        merged = load_checked_adapter(folder, lambda: load_model(base, dtype=torch.float32), base_model)
+        merged = load_checked_adapter(folder, lambda: load_model(base, dtype=torch.float32), _served_structure(base))
         return _save_model(merged, base, folder.parent / f".{folder.name}.merged")
     if (folder / "config.json").is_file():
         check_model_folder(folder, base)

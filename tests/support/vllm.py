@@ -39,13 +39,17 @@ def cpu_env():
 
 
 def vllm_generate(url: str, token_ids: list[int], max_tokens: int, temperature: float = 0.0,
-                  seed: int | None = None, stop_token_ids: list[int] | None = None) -> dict:
+                  seed: int | None = None, stop_token_ids: list[int] | None = None,
+                  grammar: str | None = None) -> dict:
     """vLLM's own answer for ``token_ids`` (``POST /inference/v1/generate``, not streamed):
-    ``choices[0]`` with ``token_ids``, ``logprobs.content`` and ``weight_versions``."""
+    ``choices[0]`` with ``token_ids``, ``logprobs.content`` and ``weight_versions``; ``grammar``
+    constrains it (``structured_outputs.grammar``)."""
     sampling = {"max_tokens": max_tokens, "temperature": temperature, "logprobs": 0,
                 "stop_token_ids": stop_token_ids or []}
     if seed is not None:
         sampling["seed"] = seed
+    if grammar is not None:
+        sampling["structured_outputs"] = {"grammar": grammar}
     r = httpx.post(f"{url}/inference/v1/generate", timeout=300,
                    json={"token_ids": token_ids, "sampling_params": sampling})
     r.raise_for_status()
