@@ -20,8 +20,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import StreamingResponse
 
 from openclaw_rl.capture.store import TrajectoryStore
-from openclaw_rl.engine.base import EngineError, SamplingParams
+from openclaw_rl.engine.base import EngineError, GenerationOutput, SamplingParams
 from openclaw_rl.engine.remote import StreamState
+from openclaw_rl.engine.replicas import Replica
 from openclaw_rl.engine.sglang_engine import SGLangEngine
 from openclaw_rl.server.launcher import free_port
 from tests.support.server import running_server
@@ -125,15 +126,15 @@ def test_engine_reads_exactly_what_sglang_reports(incremental):
 
 
 def test_a_completion_spanning_two_weight_versions_is_refused():
-    engine = SGLangEngine.__new__(SGLangEngine)
+    """SGLang labels each event with the version serving it; two labels in one completion (an
+    update that did not wait for it) must not be recorded as one version."""
+    engine = SGLangEngine.__new__(SGLangEngine)  # the event reader needs no server
     state = StreamState()
     meta = {"completion_tokens": 1, "weight_version": "1", "finish_reason": None,
             "output_token_logprobs": [[-0.5, 7, None]]}
     engine._events({"meta_info": meta}, state)
     engine._events({"meta_info": {**meta, "completion_tokens": 2, "weight_version": "2",
                                   "output_token_logprobs": [[-0.5, 7, None], [-0.1, 8, None]]}}, state)
-    from openclaw_rl.engine.replicas import Replica
-    from openclaw_rl.engine.base import GenerationOutput
     with pytest.raises(EngineError, match="weight versions"):
         engine._check_versions(state, Replica("http://x", version=1), GenerationOutput(prompt_ids=[1]))
     with pytest.raises(EngineError, match="completion_tokens"):

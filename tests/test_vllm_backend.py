@@ -21,6 +21,8 @@ import pytest
 from openclaw_rl.capture.store import TrajectoryStore
 from openclaw_rl.engine.engine_servers import start_engine_servers, stop_engine_servers
 from openclaw_rl.engine.replicas import affinity_score
+from openclaw_rl.models import load_tokenizer, resolve_model_path
+from openclaw_rl.server.tool_choice import tool_call_grammar
 from tests.support.server import start_server, stop_server
 from tests.support.vllm import ENGINE_ARGS, VLLM_PYTHON, cpu_env, needs_vllm, vllm_generate, vllm_requests
 from tests.support.vllm_model import second_version, vllm_tiny_model
@@ -46,25 +48,26 @@ def stack(tmp_path_factory):
         except Exception as exc:  # reported by the fixture below
             errors.append(exc)
 
-    servers = []
+    servers: list = []
     with cpu_env():
         starter = threading.Thread(target=second_engine)
         starter.start()
         try:
-            a = start_server(str(model), tmp / "a" / "rl_buffer", "--backend", "vllm", "--engine-args", ENGINE_ARGS,
-                             "--engine-log-dir", str(tmp / "logs-a"), "--default-max-tokens", "16",
-                             "--torch-threads", "1", timeout=START_TIMEOUT)
-            servers.append(a)
-        finally:
-            starter.join()
-        try:
+            try:
+                servers.append(start_server(str(model), tmp / "a" / "rl_buffer", "--backend", "vllm",
+                                            "--engine-args", ENGINE_ARGS, "--engine-log-dir", str(tmp / "logs-a"),
+                                            "--default-max-tokens", "16", "--torch-threads", "1",
+                                            timeout=START_TIMEOUT))
+            finally:
+                starter.join()
             if errors:
                 raise errors[0]
+            a = servers[0]
             engine_a = httpx.get(f"http://127.0.0.1:{a.port}/healthz").json()["engine"]["replicas"][0]["url"]
-            b = start_server(str(model), tmp / "b" / "rl_buffer", "--backend", "vllm", "--engine-url", engine_a,
-                             "--engine-url", extra[0].url, "--torch-threads", "1", timeout=START_TIMEOUT)
-            servers.append(b)
-            yield a, b, engine_a, extra[0].url
+            servers.append(start_server(str(model), tmp / "b" / "rl_buffer", "--backend", "vllm",
+                                        "--engine-url", engine_a, "--engine-url", extra[0].url,
+                                        "--torch-threads", "1", timeout=START_TIMEOUT))
+            yield a, servers[1], engine_a, extra[0].url
         finally:
             for server in reversed(servers):
                 stop_server(server)
@@ -146,8 +149,6 @@ def test_forced_tool_call_is_constrained_by_vllm(stack):
     assert call["name"] == "read" and json.loads(call["arguments"])["path"] in ("a.txt", "b.txt")
     (turn,) = _turns(a, "forced")
     assert turn.constrained and turn.response_ids[-1] == 151645
-    from openclaw_rl.models import load_tokenizer
-    from openclaw_rl.server.tool_choice import tool_call_grammar
     grammar = tool_call_grammar(load_tokenizer(vllm_tiny_model()), [read["function"]], multiple=False)
     answer = vllm_generate(engine_a, turn.prompt_ids, len(turn.response_ids), stop_token_ids=[151645, 151643],
                            grammar=grammar)
@@ -177,9 +178,10 @@ def test_weight_update_under_load(stack, tmp_path):
         t.start()
     try:
         time.sleep(3)
-        # a folder of another shape is refused before vLLM sees it; serving goes on
+        # a folder of another shape (builtin:tiny-qwen3: hidden size 64) is refused before vLLM
+        # sees it; serving goes on
         bad = httpx.post(f"{root}/admin/update_weights_from_disk", headers=AUTH, timeout=300,
-                         json={"model_path": str(_other_shape(tmp_path)), "weight_version": 1})
+                         json={"model_path": str(resolve_model_path("builtin:tiny-qwen3")), "weight_version": 1})
         assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_weights", bad.text
         r = httpx.post(f"{root}/admin/update_weights_from_disk", headers=AUTH, timeout=300,
                        json={"model_path": str(second_version(tmp_path / "v1")), "weight_version": 1})
@@ -207,13 +209,6 @@ def test_weight_update_under_load(stack, tmp_path):
     assert all(t.response_logprobs == pytest.approx(old.response_logprobs, abs=1e-4) for t in by_version[0])
 
 
-def _other_shape(tmp_path):
-    """A model folder whose config does not match the served model (hidden size 64)."""
-    from openclaw_rl.models import resolve_model_path
-
-    return resolve_model_path("builtin:tiny-qwen3")
-
-
 def test_sessions_keep_their_replica(stack):
     _a, b, engine_a, engine_2 = stack
     urls = [engine_a, engine_2]
@@ -237,3 +232,43 @@ def test_sessions_keep_their_replica(stack):
                 time.sleep(0.1)
             assert delta == [1 if u == url else 0 for u in urls], (key, delta)
             messages += [reply["choices"][0]["message"], {"role": "user", "content": "and again"}]
+
+
+def test_rolling_update_over_two_replicas(stack):
+    """Server B updates its two replicas one at a time while sessions on both keep talking: no
+    request fails, and afterwards both serve the new version."""
+    _a, b, engine_a, engine_2 = stack
+    root = f"http://127.0.0.1:{b.port}"
+    keys = {}
+    for i in range(100):
+        best = max((engine_a, engine_2), key=lambda u: affinity_score(f"roll-{i}", u))
+        keys.setdefault(best, f"roll-{i}")
+    statuses: list[int] = []
+    stop = threading.Event()
+
+    def traffic(key: str):
+        while not stop.is_set():
+            try:
+                _stream(b, [{"role": "user", "content": "still there?"}], key, max_tokens=6, temperature=0)
+                statuses.append(200)
+            except AssertionError:
+                statuses.append(-1)
+
+    threads = [threading.Thread(target=traffic, args=(k,)) for k in keys.values()]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(2)
+        r = httpx.post(f"{root}/admin/update_weights_from_disk", headers=AUTH, timeout=300,
+                       json={"model_path": str(vllm_tiny_model()), "weight_version": 2})
+        assert r.status_code == 200 and r.json() == {"success": True, "weight_version": 2}, r.text
+        time.sleep(2)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert len(keys) == 2 and statuses and set(statuses) == {200}
+    replicas = httpx.get(f"{root}/healthz").json()["engine"]["replicas"]
+    assert [r["weight_version"] for r in replicas] == [2, 2]
+    last = [_turns(b, k)[-1] for k in keys.values()]
+    assert [t.weight_version for t in last] == [2, 2]

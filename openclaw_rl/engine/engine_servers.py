@@ -11,7 +11,7 @@ group. Without GPUs (``ROLLOUT_GPUS`` unset or 0) one server runs on the CPU (vL
 with ``--enforce-eager``). Each listens on a free loopback port, logs to
 ``<--engine-log-dir>/engine-<backend>-<i>.log``, and is stopped (by its PID, then its process
 group) when the intercept server stops; started from the main thread (as the intercept server
-starts them), it also receives SIGTERM if the intercept server dies.
+starts them), it is also killed if the intercept server dies.
 """
 
 from __future__ import annotations
@@ -116,8 +116,11 @@ def engine_command(backend: str, python: str, model_folder: Path, port: int, dev
 
 
 def _die_with_parent() -> None:  # runs in the child before exec
-    try:  # PR_SET_PDEATHSIG: SIGTERM when the thread that started it ends (hence main thread only)
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+    # PR_SET_PDEATHSIG: a signal when the thread that started it ends (hence main thread only).
+    # SIGKILL, since vLLM ignores SIGTERM until it has started; its engine-core processes watch
+    # their parent and exit after it
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
     except OSError:
         pass
 
