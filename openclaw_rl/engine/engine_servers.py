@@ -9,18 +9,17 @@ the launch scripts take it) split into groups of ``--rollout-num-gpus-per-engine
 server per group, on those devices (``CUDA_VISIBLE_DEVICES``) with tensor parallelism over the
 group. Without GPUs (``ROLLOUT_GPUS`` unset or 0) one server runs on the CPU (vLLM's CPU build,
 with ``--enforce-eager``). Each listens on a free loopback port, logs to
-``<--engine-log-dir>/engine-<backend>-<i>.log``, and is stopped (by its PID, then its process
-group) when the intercept server stops; started from the main thread (as the intercept server
-starts them), it is also killed if the intercept server dies.
+``<--engine-log-dir>/engine-<backend>-<i>.log``, and runs under
+:mod:`openclaw_rl.engine.engine_guard`, which ends its whole process tree when the intercept
+server stops it or dies (even by SIGKILL).
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import subprocess
-import threading
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +32,8 @@ from openclaw_rl.server.launcher import REPO, free_port
 
 #: the default interpreter of each engine's environment, relative to the repository root
 DEFAULT_ENGINE_PYTHON = {"vllm": ".venv-vllm/bin/python", "sglang": ".venv-sglang/bin/python"}
+#: seconds an engine server gets to stop after SIGTERM before its process group is killed
+STOP_GRACE = 30.0
 #: how to install each engine's environment
 INSTALL_HINT = {"vllm": "make vllm", "sglang": "a venv with SGLang (pip install sglang) given as --engine-python"}
 
@@ -115,16 +116,6 @@ def engine_command(backend: str, python: str, model_folder: Path, port: int, dev
     return cmd + list(extra)
 
 
-def _die_with_parent() -> None:  # runs in the child before exec
-    # PR_SET_PDEATHSIG: a signal when the thread that started it ends (hence main thread only).
-    # SIGKILL, since vLLM ignores SIGTERM until it has started; its engine-core processes watch
-    # their parent and exit after it
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
-    except OSError:
-        pass
-
-
 def resolve_engine_python(backend: str, python: str | None) -> str:
     """The engine environment's interpreter (``--engine-python`` or the default).
 
@@ -149,8 +140,6 @@ def start_engine_servers(backend: str, model_folder: Path, python: str, devices:
     """
     log_dir.mkdir(parents=True, exist_ok=True)
     servers: list[EngineServer] = []
-    # started from the main thread (the intercept server), each server dies with this process
-    tied = _die_with_parent if threading.current_thread() is threading.main_thread() else None
     for i, group in enumerate(devices):
         port = free_port()
         env = dict(os.environ, VLLM_SERVER_DEV_MODE="1", VLLM_NO_USAGE_STATS="1")
@@ -158,9 +147,12 @@ def start_engine_servers(backend: str, model_folder: Path, python: str, devices:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(group)
         log_path = log_dir / f"engine-{backend}-{i}.log"
         with open(log_path, "w") as fh:
-            proc = subprocess.Popen(engine_command(backend, python, model_folder, port, group, max_context, extra),
-                                    stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=REPO,
-                                    start_new_session=True, preexec_fn=tied)
+            # under a guard in a session of its own: the whole tree ends with this process
+            guard = [sys.executable, "-m", "openclaw_rl.engine.engine_guard", "--parent", str(os.getpid()),
+                     "--grace", str(STOP_GRACE), "--"]
+            cmd = guard + engine_command(backend, python, model_folder, port, group, max_context, extra)
+            proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=REPO,
+                                    start_new_session=True)
         servers.append(EngineServer(proc, f"http://127.0.0.1:{port}", log_path))
     deadline = time.time() + timeout
     try:
@@ -184,20 +176,20 @@ def start_engine_servers(backend: str, model_folder: Path, python: str, devices:
     return servers
 
 
-def stop_engine_servers(servers: Sequence[EngineServer], grace: float = 30.0) -> None:
-    """SIGTERM each server by PID (vLLM and SGLang then stop their own workers); one still running
-    after ``grace`` seconds gets SIGKILL on its process group (its own session: itself and its
-    workers, nothing else)."""
+def stop_engine_servers(servers: Sequence[EngineServer]) -> None:
+    """Stop each server's guard by PID (SIGTERM: the engine server gets SIGTERM, and SIGKILL
+    with its whole process group after :data:`STOP_GRACE` seconds); a guard still there 15 s
+    later gets SIGKILL on its process group (its own session: the guard and the engine tree)."""
     for server in servers:
         if server.proc.poll() is None:
             server.proc.send_signal(signal.SIGTERM)
-    deadline = time.time() + grace
+    deadline = time.time() + STOP_GRACE + 15
     for server in servers:
         try:
             server.proc.wait(max(0.1, deadline - time.time()))
         except subprocess.TimeoutExpired:
             try:
-                os.killpg(server.proc.pid, signal.SIGKILL)  # its own session (start_new_session), leader alive
+                os.killpg(server.proc.pid, signal.SIGKILL)  # the leader is alive: the group is still ours
             except ProcessLookupError:
                 pass
             server.proc.wait(15)
