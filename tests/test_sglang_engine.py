@@ -141,6 +141,7 @@ def test_a_completion_spanning_two_weight_versions_is_refused():
         engine._events({"text": "no meta"}, StreamState())
 
 
+@pytest.mark.slow  # an intercept server start: ~30 s on 2 busy cores
 def test_intercept_server_on_sglang_records_what_sglang_sampled(tmp_path):
     with StandIn(incremental=False) as sglang, \
             running_server(str(vllm_tiny_model()), tmp_path / "rl_buffer", "--backend", "sglang",
