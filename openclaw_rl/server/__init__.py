@@ -15,6 +15,20 @@ def _warm_up(engine) -> None:
         log.exception("grammar warm-up failed")
 
 
+def engine_options(config: "ServerConfig") -> dict:
+    """The keyword arguments of :func:`openclaw_rl.engine.create_engine` for ``config``."""
+    import shlex
+
+    from openclaw_rl.server.config import REMOTE_BACKENDS
+
+    if config.backend not in REMOTE_BACKENDS:
+        return {"device": config.device, "max_context": config.max_context}
+    return {"max_context": config.max_context, "engine_urls": config.engine_url,
+            "engine_python": config.engine_python, "rollout_gpus": config.rollout_gpus,
+            "gpus_per_engine": config.rollout_num_gpus_per_engine, "engine_args": shlex.split(config.engine_args),
+            "log_dir": config.engine_log_dir, "start_timeout": config.engine_start_timeout}
+
+
 def build_server(config: "ServerConfig", engine=None):
     """Build the FastAPI app, engine and store for a :class:`ServerConfig`.
 
@@ -47,8 +61,7 @@ def build_server(config: "ServerConfig", engine=None):
         torch.set_num_threads(config.torch_threads)
     rules = TurnRules.from_file(config.side_turn_rules) if config.side_turn_rules else TurnRules()
     if engine is None:
-        engine = create_engine(config.backend, config.model_path, device=config.device,
-                               max_context=config.max_context)
+        engine = create_engine(config.backend, config.model_path, **engine_options(config))
     if config.grammar_warmup and engine.supports_grammar:
         threading.Thread(target=_warm_up, args=(engine,), name="grammar-warmup", daemon=True).start()
     tokenizer = load_tokenizer(config.model_path)

@@ -12,6 +12,7 @@ def main(argv: list[str] | None = None) -> int:
     """Parse flags, build the server and serve until interrupted; returns the exit code."""
     import uvicorn
 
+    from openclaw_rl.engine import EngineError
     from openclaw_rl.server import build_server, parse_server_args
     from openclaw_rl.server.shutdown import GracefulServer
 
@@ -26,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         app, _engine, store = build_server(config)
-    except (ValueError, OSError, sqlite3.DatabaseError) as exc:
+    except (ValueError, OSError, sqlite3.DatabaseError, EngineError) as exc:
         print(f"openclaw-rl serve: error: {exc}", file=sys.stderr)
         return 2
     where = f" recording to {store.path}" if store else ""

@@ -20,6 +20,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import ValidationError
 
+from openclaw_rl.engine import EngineError
 from openclaw_rl.server.chat import ChatEvent, ChatService
 from openclaw_rl.server.errors import APIError, error_body, install_error_handlers, validation_message
 from openclaw_rl.server.limits import DEFAULT_MAX_REQUEST_BYTES, BodyLimitMiddleware
@@ -166,8 +167,13 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
 
     @app.get("/healthz")
     async def healthz():
-        return {"status": "ok", "model": service.model_name,
-                "weight_version": service.engine.weight_version}
+        """Status, model, weight version; with an engine on engine servers (``--backend vllm`` /
+        ``sglang``) also ``engine``: its replicas' URLs, versions and loads."""
+        body = {"status": "ok", "model": service.model_name, "weight_version": service.engine.weight_version}
+        describe = getattr(service.engine, "describe", None)
+        if describe is not None:
+            body["engine"] = describe()
+        return body
 
     def model_card() -> dict:
         return {"id": service.model_name, "object": "model", "created": 0, "owned_by": "openclaw-rl"}
@@ -210,6 +216,9 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
             # nothing was swapped: serving goes on with the old weights
             raise APIError(400, f"could not load weights: {exc}", param="model_path",
                            code="invalid_weights") from exc
+        except EngineError as exc:  # an engine server refused or failed its reload (--backend vllm / sglang)
+            raise APIError(502, f"the engine server failed to load the weights: {exc}", type_="server_error",
+                           code="engine_update_failed") from exc
         return {"success": True, "weight_version": new_version}
 
     @app.post("/v1/chat/completions", dependencies=[Depends(check_key)])

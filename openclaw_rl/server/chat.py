@@ -45,6 +45,12 @@ class _Prompt:
     ids: list[int]
 
 
+def _session_hint(req: ChatCompletionRequest, headers: Mapping[str, str]) -> str | None:
+    """Without capture, the request's own session hint (``X-Session-Id``, ``session_id``,
+    ``prompt_cache_key``, ``user``) keeps a conversation on one engine replica."""
+    return headers.get("x-session-id") or req.session_id or req.prompt_cache_key or req.user
+
+
 class ChatService:
     """Serves chat completions on an :class:`Engine`.
 
@@ -144,7 +150,8 @@ class ChatService:
             max_new_tokens=req.completion_budget(self.default_max_tokens),
             temperature=self.default_temperature if req.temperature is None else req.temperature,
             top_p=1.0 if req.top_p is None else req.top_p, seed=req.seed,
-            top_logprobs=(req.top_logprobs or 0) if want_lp else 0, grammar=grammar)
+            top_logprobs=(req.top_logprobs or 0) if want_lp else 0, grammar=grammar,
+            affinity_key=attr.session_id if attr is not None else _session_hint(req, headers))
         # ``out`` holds exactly the tokens consumed here (the engine may have sampled ahead into
         # its own ``sampled`` when generation stops early): the reply and the record agree
         out = GenerationOutput(prompt_ids=prompt.ids)

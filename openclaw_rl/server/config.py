@@ -20,8 +20,11 @@ from openclaw_rl.server.admission import DEFAULT_MAX_QUEUED, DEFAULT_MAX_RUNNING
 from openclaw_rl.server.limits import DEFAULT_MAX_REQUEST_BYTES
 from openclaw_rl.server.shutdown import DEFAULT_SHUTDOWN_GRACE
 
-#: engines ``--backend`` offers: only those implemented in :mod:`openclaw_rl.engine`
-BACKENDS = ("transformers",)
+#: engines ``--backend`` offers (:func:`openclaw_rl.engine.create_engine`): transformers in this
+#: process; vLLM and SGLang as engine servers of their own (:mod:`openclaw_rl.engine.engine_servers`)
+BACKENDS = ("transformers", "vllm", "sglang")
+#: the backends that run as engine servers
+REMOTE_BACKENDS = ("vllm", "sglang")
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,13 @@ class ServerConfig:
     max_running_requests: int = DEFAULT_MAX_RUNNING
     max_queued_requests: int = DEFAULT_MAX_QUEUED
     shutdown_grace_seconds: float = DEFAULT_SHUTDOWN_GRACE
+    engine_url: tuple[str, ...] = ()
+    engine_python: str | None = None
+    rollout_gpus: str = ""
+    rollout_num_gpus_per_engine: int = 1
+    engine_args: str = ""
+    engine_log_dir: str = "./logs"
+    engine_start_timeout: float = 900.0
 
     @property
     def model_name(self) -> str:
@@ -80,7 +90,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default=os.environ.get("OPENCLAW_HOST", "127.0.0.1"), help="env OPENCLAW_HOST")
     p.add_argument("--port", type=int, default=_env_int("OPENCLAW_PORT", 30000), help="env OPENCLAW_PORT")
     p.add_argument("--backend", default="transformers", choices=list(BACKENDS),
-                   help="inference engine (the engines that exist: transformers)")
+                   help="inference engine: transformers (in this process), vllm or sglang (engine servers in "
+                        "their own environment; the intercept server sends them token ids and records what they sample)")
+    e = p.add_argument_group("engine servers (--backend vllm / sglang)")
+    e.add_argument("--engine-url", action="append", default=[],
+                   help="a running engine server to use (repeatable: one per replica; vLLM started with "
+                        "VLLM_SERVER_DEV_MODE=1 --enable-scale-out --logprobs-mode processed_logprobs). Without it, "
+                        "the servers are started here and stopped with this one")
+    e.add_argument("--engine-python", default=None,
+                   help="interpreter of the engine's environment (default .venv-vllm/bin/python from `make vllm`, "
+                        "or .venv-sglang/bin/python)")
+    e.add_argument("--rollout-gpus", default=os.environ.get("ROLLOUT_GPUS", ""),
+                   help="GPUs of the engine replicas: a count or a list of ids such as 0,1,2,3 (env ROLLOUT_GPUS; "
+                        "unset or 0: one replica on the CPU)")
+    e.add_argument("--rollout-num-gpus-per-engine", type=int, default=1,
+                   help="GPUs per replica (tensor parallelism); ROLLOUT_GPUS / this = the number of replicas")
+    e.add_argument("--engine-args", default="", help="more flags for each engine server, one string (shell words)")
+    e.add_argument("--engine-log-dir", default="./logs", help="folder of the engine servers' logs")
+    e.add_argument("--engine-start-timeout", type=float, default=900.0,
+                   help="seconds to wait for the engine servers to answer")
     p.add_argument("--device", default="cpu", help="torch device for the transformers backend")
     p.add_argument("--enable-rl-intercept", action="store_true", help="record every turn for training")
     p.add_argument("--rl-buffer-dir", default="./rl_buffer", help="folder of the trajectory store")
@@ -163,5 +191,10 @@ def parse_server_args(argv: list[str] | None = None) -> ServerConfig:
     if not is_loopback(ns.host) and not ns.api_key and not ns.insecure_no_auth:
         parser.error(f"--host {ns.host} is reachable from other machines: give --api-key KEY (or OPENCLAW_API_KEY), "
                      "or --insecure-no-auth to serve without authentication")
+    if ns.backend not in REMOTE_BACKENDS and ns.engine_url:
+        parser.error(f"--engine-url needs --backend vllm or sglang (got --backend {ns.backend})")
+    if ns.rollout_num_gpus_per_engine < 1:
+        parser.error("--rollout-num-gpus-per-engine must be at least 1")
     ns.weights_dir = tuple(str(Path(d).resolve()) for d in ns.weights_dir)
+    ns.engine_url = tuple(ns.engine_url)
     return ServerConfig(**vars(ns))

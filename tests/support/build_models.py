@@ -21,6 +21,9 @@ def main() -> int:
         t0 = time.time()
         path = resolve_model_path(name)
         print(f"test models: {name} -> {path} ({time.time() - t0:.0f} s)", flush=True)
+    from tests.support.vllm_model import vllm_tiny_model
+    t0 = time.time()
+    print(f"test models: vLLM's tiny model -> {vllm_tiny_model()} ({time.time() - t0:.0f} s)", flush=True)
     t0 = time.time()
     print(f"test models: tool model (recipe {recipe_key()}); a first build trains it for several minutes...",
           flush=True)
