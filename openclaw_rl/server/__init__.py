@@ -48,7 +48,8 @@ def build_server(config: "ServerConfig", engine=None):
     rules = TurnRules.from_file(config.side_turn_rules) if config.side_turn_rules else TurnRules()
     if engine is None:
         engine = create_engine(config.backend, config.model_path, device=config.device,
-                               max_context=config.max_context)
+                               max_context=config.max_context, max_batch_size=config.max_batch_size,
+                               prefill_chunk_tokens=config.prefill_chunk_tokens)
     if config.grammar_warmup and engine.supports_grammar:
         threading.Thread(target=_warm_up, args=(engine,), name="grammar-warmup", daemon=True).start()
     tokenizer = load_tokenizer(config.model_path)
