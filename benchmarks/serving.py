@@ -19,7 +19,7 @@ One run measures, against the real server (``python -m openclaw_rl.server`` star
    detokenizing and parsing, capture to SQLite). Goal: <= 1.05.
 2. **Streaming.** Time to first content chunk (TTFT) vs total time of SSE replies, p50.
 3. **Throughput, batched vs today's engine.** 1, 4, 16 and 64 concurrent clients (asyncio),
-   streaming, at least 2 requests per client, against two servers running side by side: this tree's
+   streaming, at least ``--rounds`` (2) requests per client, against two servers running side by side: this tree's
    (continuous batching, default ``--max-batch-size``) and *today's engine*, the same server at
    ``--baseline-ref`` (default: the commit before batching, whose engine interleaved requests token
    by token, one forward pass per request per token), exported with ``git archive`` into a
@@ -225,7 +225,7 @@ async def run(args) -> dict:
                 await warm(base_client, model, args.max_tokens)
             throughput, baseline = [], []
             for c in args.clients:  # alternate, so both servers see the same background load
-                n = max(args.requests, 2 * c)
+                n = max(args.requests, args.rounds * c)
                 if base_client is not None:
                     baseline.append(await bench_throughput(base_client, model, c, n, args.max_tokens))
                 throughput.append(await bench_throughput(client, model, c, n, args.max_tokens))
@@ -295,13 +295,14 @@ def main(argv: list[str] | None = None) -> int:
                    "both the server (OMP_NUM_THREADS) and the in-process engine; default: torch's")
     p.add_argument("--clients", type=lambda v: tuple(int(x) for x in v.split(",")), default=CONCURRENCY_LEVELS,
                    help="comma-separated concurrency levels of 3. (default 1,4,16,64)")
+    p.add_argument("--rounds", type=int, default=2, help="3.: requests per client at least (default 2)")
     p.add_argument("--baseline-ref", default=BASELINE_REF,
                    help=f"git commit of today's engine for 3. (default {BASELINE_REF}, the commit before "
                         "batching); 'none' skips it")
     p.add_argument("--json", type=Path, default=None, help="also write the numbers here")
     args = p.parse_args(argv)
-    if args.requests < 2 or args.max_tokens < 1 or not args.clients or min(args.clients) < 1:
-        p.error("--requests must be >= 2, --max-tokens >= 1 and --clients positive integers")
+    if args.requests < 2 or args.max_tokens < 1 or args.rounds < 1 or not args.clients or min(args.clients) < 1:
+        p.error("--requests must be >= 2, --max-tokens and --rounds >= 1, --clients positive integers")
     t0 = time.perf_counter()
     res = asyncio.run(run(args))
     res["benchmark_wall_s"] = time.perf_counter() - t0

@@ -6,7 +6,7 @@ The worker thread calls :meth:`BatchScheduler.iterate` in a loop. One iteration:
 2. groups waiting requests into **prefill batches** (same weights, oldest first, at most
    ``max_batch_size`` rows and ``prefill_chunk_tokens`` padded prompt tokens per group; a longer
    prompt forms a group of its own), prompts left-padded to the group's longest;
-3. advances every batch by **one forward pass**: a prefill batch by one chunk of at most
+3. advances every batch by **one forward pass**, prefill batches first: a prefill batch by one chunk of at most
    ``prefill_chunk_tokens`` padded tokens (so a long prompt never stalls decoding for more than one
    chunk), a decode batch by one token per row; after a batch's last prefill chunk, and after every
    decode step, each row samples its token with its own parameters, RNG and grammar mask;
@@ -174,7 +174,8 @@ class BatchScheduler:
         self.batches = [b for b in (self._without_cancelled(b) for b in self.batches) if b is not None]
         self._form_prefill_batches()
         advanced: list[Batch] = []
-        for batch in self.batches:
+        # prefill first: a new request's first token does not wait for this iteration's decode steps
+        for batch in sorted(self.batches, key=lambda b: not b.prefilling):
             advanced.extend(self._advance(batch))
         self.batches = self._merge(advanced)
 
