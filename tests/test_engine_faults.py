@@ -66,6 +66,10 @@ def test_engine_fault_mid_generation_fails_only_that_request(faulty_server):
     long = threading.Thread(target=long_call, daemon=True)
     long.start()
     wait_metric(root, "openclaw_requests_running", 1.0)
+    deadline = time.time() + 60  # the long request is decoding: the faulty ones join its batch
+    while not engine.batch_stats()["running"]:
+        assert time.time() < deadline, "the long request never started decoding"
+        time.sleep(0.01)
 
     body = {"model": "m", "messages": [{"role": "user", "content": "tell me a story"}], "max_tokens": 50,
             "seed": FAULT_SEED}
@@ -90,6 +94,8 @@ def test_engine_fault_mid_generation_fails_only_that_request(faulty_server):
         sdk.chat.completions.create(extra_headers={"X-Session-Id": "fault-json"}, **body)
     assert info.value.status_code == 500 and info.value.code == "generation_failed"
     assert engine.faults == 3
+    if engine.where == "model":  # the failing forward pass held the long request too, which went on
+        assert max(engine.fault_batch_rows) >= 2
 
     # a request after the faults is served normally, the one running alongside completes
     ok = sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "hello"}], max_tokens=4, seed=2,

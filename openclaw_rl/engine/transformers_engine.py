@@ -1,10 +1,20 @@
-"""CPU serving engine on Hugging Face transformers.
+"""CPU serving engine on Hugging Face transformers, with continuous batching.
 
-One worker thread owns generation. Active requests are interleaved token by token (round
-robin): each request keeps its own KV cache, so a long completion never blocks a new request's
-first token, and concurrent requests all make progress. Weight updates replace the model
-reference under a lock; each request pins the (model, version) pair it was admitted with, so a
-completion is produced entirely by one weight version and serving never pauses for an update.
+One worker thread owns generation and runs :class:`~openclaw_rl.engine.scheduler.BatchScheduler`:
+concurrent requests are batched into one forward pass per token (rows left-padded in a shared
+KV cache, :mod:`openclaw_rl.engine.batch_cache`), new requests are prefilled in chunks between
+decode steps, and each row samples with its own temperature, top-p, seed (its own
+``torch.Generator``) and grammar mask, so a request's tokens and logprobs are what it would get
+alone (up to float rounding of the batched matmuls, well under 1e-4 in logprob).
+
+transformers' own continuous batching (``generate_batch`` / ``ContinuousBatchingManager``, paged
+attention) is not used: it samples every request from the process-wide RNG (no per-request
+seed), applies one logits-processor set to all requests (no per-request grammar mask, no top
+logprobs) and serves one model, so a request straddling a weight swap could not keep its weights.
+
+Weight updates replace the model reference under a lock; each request pins the (model, version)
+pair it was admitted with and batches never mix models, so a completion is produced entirely by
+one weight version and serving never pauses for an update.
 """
 
 from __future__ import annotations
@@ -15,7 +25,6 @@ import logging
 import random
 import threading
 from collections import deque
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import AsyncIterator, Mapping, Sequence
 
@@ -23,61 +32,58 @@ import torch
 
 from openclaw_rl.engine.base import (Engine, EngineError, GenerationOutput, PromptTooLongError,
                                      SamplingParams, TokenEvent)
+from openclaw_rl.engine.batch_cache import batchable
+from openclaw_rl.engine.defaults import DEFAULT_MAX_BATCH_SIZE, DEFAULT_PREFILL_CHUNK_TOKENS
 from openclaw_rl.engine.grammar import GrammarConstraint, grammar_tokenizer
 from openclaw_rl.engine.sampling import sample_next_token
+from openclaw_rl.engine.scheduler import DONE, Batch, BatchScheduler, Request
 from openclaw_rl.engine.weight_check import (InvalidWeightsError, check_state_dict, load_checked_adapter,
                                              load_checked_model)
 from openclaw_rl.models import load_model, resolve_model_path
 
 log = logging.getLogger(__name__)
-_DONE = object()
-
-
-@dataclass(eq=False)
-class _Request:
-    prompt_ids: list[int]
-    params: SamplingParams
-    model: torch.nn.Module
-    version: int
-    loop: asyncio.AbstractEventLoop
-    queue: asyncio.Queue
-    result: GenerationOutput
-    max_new: int
-    stop_ids: frozenset[int]
-    generator: torch.Generator
-    cache: object = None
-    next_input: list[int] = field(default_factory=list)
-    cancelled: bool = False
-    constraint: GrammarConstraint | None = None
-
-    def emit(self, item) -> None:
-        try:
-            self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
-        except RuntimeError:  # the consumer's event loop is gone: nobody is listening any more
-            self.cancelled = True
 
 
 class TransformersEngine(Engine):
-    supports_grammar = True
-
-    """:class:`Engine` on a transformers causal LM, CPU (or one CUDA device).
+    """:class:`Engine` on a transformers causal LM, CPU (or one CUDA device), continuously batched.
 
     Args:
         model_path: a Hugging Face folder or ``builtin:`` name (see :mod:`openclaw_rl.models`).
         device: torch device string; default ``"cpu"``.
         dtype: model dtype; default float32.
         max_context: context window; default the model's ``max_position_embeddings``.
+        max_batch_size: most requests per forward pass (default 16); ``1`` disables batching
+            (one forward pass per request per token, requests interleaved). Models whose cache
+            is not a plain dynamic one (sliding-window or linear-attention layers) always use 1.
+        prefill_chunk_tokens: most (padded) prompt tokens per prefill forward pass (default 256);
+            a longer prompt is fed in chunks between the decode steps of running requests.
+
+    Raises:
+        ValueError: ``max_batch_size`` or ``prefill_chunk_tokens`` below 1.
     """
 
+    supports_grammar = True
+
     def __init__(self, model_path: str, device: str = "cpu", dtype: torch.dtype | None = None,
-                 max_context: int | None = None):
+                 max_context: int | None = None, max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+                 prefill_chunk_tokens: int = DEFAULT_PREFILL_CHUNK_TOKENS):
+        if max_batch_size < 1 or prefill_chunk_tokens < 1:
+            raise ValueError("max_batch_size and prefill_chunk_tokens must be >= 1")
         self.model_path = str(model_path)
         self.device = torch.device(device)
         self.dtype = dtype or torch.float32
         self._model = load_model(model_path, dtype=self.dtype).to(self.device)
         self._version = 0
         cfg = self._model.config
-        self.max_context = int(max_context or getattr(cfg, "max_position_embeddings", 4096))
+        if max_batch_size > 1 and not batchable(cfg):
+            log.warning("%s: the KV cache has sliding-window or non-attention layers; serving unbatched",
+                        model_path)
+            max_batch_size = 1
+        self.max_batch_size, self.prefill_chunk_tokens = max_batch_size, prefill_chunk_tokens
+        self._scheduler = BatchScheduler(self._forward, self._sample, self.device, max_batch_size,
+                                         prefill_chunk_tokens)
+        max_ctx = max_context or getattr(cfg, "max_position_embeddings", 4096)
+        self.max_context = int(max_ctx)
         eos = self._model.generation_config.eos_token_id
         eos = [eos] if isinstance(eos, int) else list(eos or [])
         from transformers import AutoTokenizer
@@ -87,7 +93,7 @@ class TransformersEngine(Engine):
         self.eos_token_ids = frozenset(i for i in eos if i is not None and 0 <= i < cfg.vocab_size)
         self._lock = threading.Lock()
         self._cond = threading.Condition()
-        self._incoming: deque[_Request] = deque()
+        self._incoming: deque[Request] = deque()
         self._stopped = False
         self._worker = threading.Thread(target=self._run, name="engine-worker", daemon=True)
         self._worker.start()
@@ -115,12 +121,11 @@ class TransformersEngine(Engine):
         if params.grammar is not None:  # off the event loop: the first build holds the GIL for seconds
             constraint = await asyncio.to_thread(self._new_constraint, params.grammar)
         seed = (params.seed % 2 ** 63) if params.seed is not None else random.getrandbits(63)
-        req = _Request(prompt_ids=prompt, params=params, model=model, version=version,
-                       loop=asyncio.get_running_loop(), queue=asyncio.Queue(), result=result,
-                       max_new=max(1, min(params.max_new_tokens, self.max_context - len(prompt))),
-                       stop_ids=self.eos_token_ids | frozenset(params.stop_token_ids),
-                       generator=torch.Generator().manual_seed(seed), next_input=prompt,
-                       constraint=constraint)
+        req = Request(prompt_ids=prompt, params=params, model=model, version=version,
+                      loop=asyncio.get_running_loop(), queue=asyncio.Queue(), result=result,
+                      max_new=max(1, min(params.max_new_tokens, self.max_context - len(prompt))),
+                      stop_ids=self.eos_token_ids | frozenset(params.stop_token_ids),
+                      generator=torch.Generator().manual_seed(seed), constraint=constraint)
         with self._cond:
             self._incoming.append(req)
             self._cond.notify()
@@ -128,7 +133,7 @@ class TransformersEngine(Engine):
         try:
             while True:
                 item = await req.queue.get()
-                if item is _DONE:
+                if item is DONE:
                     finished = True
                     return
                 if isinstance(item, BaseException):
@@ -211,57 +216,62 @@ class TransformersEngine(Engine):
         raise InvalidWeightsError(f"{source!r} is neither a model folder (config.json) nor a LoRA "
                                   "adapter folder (adapter_config.json)")
 
+    def batch_stats(self) -> dict[str, int]:
+        """A snapshot of the scheduler: ``{"waiting", "running", "batches"}`` (requests queued
+        for prefill, rows in batches, batches); approximate, read without the worker's lock."""
+        incoming = len(self._incoming)
+        stats = self._scheduler.stats()
+        stats["waiting"] += incoming
+        return stats
+
     def _run(self) -> None:
-        active: list[_Request] = []
+        sched = self._scheduler
         while True:
             with self._cond:
-                while not self._incoming and not active and not self._stopped:
+                while not self._incoming and sched.idle and not self._stopped:
                     self._cond.wait()
                 if self._stopped:
-                    for req in active + list(self._incoming):
-                        req.result.finish_reason = "abort"
-                        req.emit(_DONE)
+                    while self._incoming:
+                        sched.add(self._incoming.popleft())
+                    sched.abort_all()
                     return
                 while self._incoming:
-                    active.append(self._incoming.popleft())
-            for req in list(active):
-                try:
-                    finished = req.cancelled or self._step(req)
-                except Exception as exc:  # never let one request kill the worker, nor leave it waiting
-                    log.exception("engine worker: request failed")
+                    sched.add(self._incoming.popleft())
+            try:
+                sched.iterate()
+            except Exception as exc:  # a scheduler bug: fail what is running, keep the worker alive
+                log.exception("engine worker: iteration failed")
+                for req in list(sched.waiting) + [r for b in sched.batches for r in b.rows]:
                     req.emit(EngineError(f"generation failed: {exc}"))
-                    finished = True
-                if finished:
-                    active.remove(req)
+                sched.waiting.clear()
+                sched.batches.clear()
 
-    def _step(self, req: _Request) -> bool:
-        """Feed the pending input of ``req`` and sample one token; True when it is finished."""
-        try:
-            with torch.inference_mode():
-                ids = torch.tensor([req.next_input], dtype=torch.long, device=self.device)
-                out = req.model(input_ids=ids, cache=req.cache, use_cache=True,
-                                logits_to_keep=1)
-            req.cache = out.cache
-            allowed = req.constraint.allowed_V() if req.constraint is not None else None
-            event = sample_next_token(out.logits[0, -1], req.params, req.generator, allowed)
-            if req.constraint is not None and event.token_id not in req.stop_ids:
-                req.constraint.consume(event.token_id)
-        except Exception as exc:  # a failing request must not stop the worker
-            log.exception("generation failed")
-            req.emit(EngineError(f"generation failed: {exc}"))
-            return True
-        res = req.result
-        res.token_ids.append(event.token_id)
-        res.logprobs.append(event.logprob)
-        res.top_logprobs.append(list(event.top_logprobs))
-        req.next_input = [event.token_id]
-        done = False
-        if event.token_id in req.stop_ids:
-            res.finish_reason, done = "stop", True
-        elif len(res.token_ids) >= req.max_new:
-            res.finish_reason, done = "length", True
-        req.emit(event)
-        if done:
-            req.cache = None
-            req.emit(_DONE)
-        return done
+    def _forward(self, batch: Batch, input_ids_B_C: torch.Tensor, new_mask_B_C: torch.Tensor) -> torch.Tensor:
+        """One forward pass of ``batch`` on its own model, appending ``C`` columns to its cache.
+
+        Args:
+            batch: the rows (their model and left-padded KV cache).
+            input_ids_B_C: the next ids of each row [B, C] (prompt chunk or last sampled token).
+            new_mask_B_C: 1 where ``input_ids_B_C`` is a real token, 0 for left padding [B, C].
+
+        Returns:
+            Next-token logits at each row's last column, [B, V].
+        """
+        attention_B_T = torch.cat([batch.kv.mask_B_T, new_mask_B_C], dim=1)
+        with torch.inference_mode():
+            out = batch.model(input_ids=input_ids_B_C, attention_mask=attention_B_T,
+                              position_ids=batch.kv.positions(new_mask_B_C), cache=batch.kv.cache,
+                              use_cache=True, logits_to_keep=1)
+        return out.logits[:, -1]
+
+    def _sample(self, req: Request, logits_V: torch.Tensor) -> TokenEvent:
+        """Sample one row's token (its params, RNG and grammar mask) and advance its grammar.
+
+        Raises:
+            ValueError: the grammar matcher is in an error state or allows nothing.
+        """
+        allowed = req.constraint.allowed_V() if req.constraint is not None else None
+        event = sample_next_token(logits_V, req.params, req.generator, allowed)
+        if req.constraint is not None and event.token_id not in req.stop_ids:
+            req.constraint.consume(event.token_id)
+        return event

@@ -22,7 +22,8 @@ def engine_options(config: "ServerConfig") -> dict:
     from openclaw_rl.server.config import REMOTE_BACKENDS
 
     if config.backend not in REMOTE_BACKENDS:
-        return {"device": config.device, "max_context": config.max_context}
+        return {"device": config.device, "max_context": config.max_context,
+                "max_batch_size": config.max_batch_size, "prefill_chunk_tokens": config.prefill_chunk_tokens}
     return {"max_context": config.max_context, "engine_urls": config.engine_url,
             "engine_python": config.engine_python, "rollout_gpus": config.rollout_gpus,
             "gpus_per_engine": config.rollout_num_gpus_per_engine, "engine_args": shlex.split(config.engine_args),

@@ -19,7 +19,8 @@ from openclaw_rl.server.errors import APIError
 
 __all__ = ["AdmissionControl", "DEFAULT_MAX_QUEUED", "DEFAULT_MAX_RUNNING"]
 
-#: defaults for the transformers engine, which interleaves every running request token by token
+#: defaults for the transformers engine, which serves every running request at once (batches of
+#: ``--max-batch-size`` rows, round robin)
 DEFAULT_MAX_RUNNING = 64
 DEFAULT_MAX_QUEUED = 512
 

@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from openclaw_rl.engine.defaults import DEFAULT_MAX_BATCH_SIZE, DEFAULT_PREFILL_CHUNK_TOKENS
 from openclaw_rl.models import DEFAULT_MODEL
 from openclaw_rl.server.admission import DEFAULT_MAX_QUEUED, DEFAULT_MAX_RUNNING
 from openclaw_rl.server.limits import DEFAULT_MAX_REQUEST_BYTES
@@ -62,6 +63,8 @@ class ServerConfig:
     engine_args: str = ""
     engine_log_dir: str = "./logs"
     engine_start_timeout: float = 900.0
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
+    prefill_chunk_tokens: int = DEFAULT_PREFILL_CHUNK_TOKENS
 
     @property
     def model_name(self) -> str:
@@ -130,6 +133,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="completion budget when a request sets no max_tokens")
     p.add_argument("--default-temperature", type=float, default=1.0,
                    help="temperature when a request sets none (0 = greedy)")
+    p.add_argument("--max-batch-size", type=int, default=DEFAULT_MAX_BATCH_SIZE,
+                   help="transformers backend: most requests decoded together in one forward pass (continuous "
+                        f"batching; default {DEFAULT_MAX_BATCH_SIZE}); 1 = no batching, one forward pass per "
+                        "request per token, requests interleaved")
+    p.add_argument("--prefill-chunk-tokens", type=int, default=DEFAULT_PREFILL_CHUNK_TOKENS,
+                   help="transformers backend: most (padded) prompt tokens per prefill forward pass; longer prompts "
+                        "are fed in chunks between decode steps, so they do not stall running requests "
+                        f"(default {DEFAULT_PREFILL_CHUNK_TOKENS})")
     p.add_argument("--torch-threads", type=int, default=0,
                    help="torch CPU threads (0: torch's default, one per core). Use 1 when the CPU is "
                         "shared with a trainer: oversubscribed threads slow decoding several times")
@@ -184,6 +195,8 @@ def parse_server_args(argv: list[str] | None = None) -> ServerConfig:
         parser.error("--session-idle-timeout must be positive")
     if ns.max_running_requests < 1 or ns.max_queued_requests < 0:
         parser.error("--max-running-requests must be >= 1 and --max-queued-requests >= 0")
+    if ns.max_batch_size < 1 or ns.prefill_chunk_tokens < 1:
+        parser.error("--max-batch-size and --prefill-chunk-tokens must be >= 1")
     if ns.shutdown_grace_seconds < 0:
         parser.error("--shutdown-grace-seconds must be >= 0")
     if ns.max_request_bytes < 1024:

@@ -57,7 +57,8 @@ class ServerHandle:
 
 def start_server(model_path: str, buffer_dir: Path, *extra: str, api_key: str | None = "sk-test",
                  timeout: float = 180.0, log_dir: Path | None = None, port: int | None = None,
-                 command_prefix: Sequence[str] = (), env: dict[str, str] | None = None) -> ServerHandle:
+                 command_prefix: Sequence[str] = (), env: dict[str, str] | None = None,
+                 cwd: Path | None = None) -> ServerHandle:
     """Launch ``python -m openclaw_rl.server`` with capture on and wait until ``/healthz`` answers.
 
     Args:
@@ -72,6 +73,8 @@ def start_server(model_path: str, buffer_dir: Path, *extra: str, api_key: str | 
             e.g. ``unshare -m sh -c '<mount a small disk>; exec "$@"' sh``.
         env: environment variables set for the server on top of this process's
             (``CUDA_VISIBLE_DEVICES`` of its GPUs).
+        cwd: the source tree the server runs from (``python -m`` imports ``openclaw_rl`` from
+            there first); default this repository. Benchmarks use it to run an older version.
 
     Raises:
         RuntimeError: the server exited or did not answer in time (the message holds its log).
@@ -86,7 +89,7 @@ def start_server(model_path: str, buffer_dir: Path, *extra: str, api_key: str | 
     log_path.parent.mkdir(parents=True, exist_ok=True)
     fh = open(log_path, "w")
     env = {**{k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}, **(env or {})}  # Ray sets it to 1
-    proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=REPO, env=env)
+    proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=cwd or REPO, env=env)
     handle = ServerHandle(proc, port, buffer_dir, api_key, log_path, _grace(extra))
     deadline = time.time() + timeout
     while time.time() < deadline:
