@@ -158,6 +158,27 @@ def test_grpo_dynamic_history_normalises_over_trajectories_not_step_samples():
         GRPOMethod(cfg).compute_advantages([_s(1.0, [1], group_index=0)])
 
 
+def test_grpo_counts_a_trajectory_split_at_a_prefix_break_once():
+    # without --dynamic-history an agent trajectory split at a template prefix break is 2 samples;
+    # groups of n=2 trajectories: group 0 = (a: 1.0 split in two, b: -1.0), group 1 = (c: 1.0, d: 1.0)
+    cfg = parse_run_args(["--advantage-estimator", "grpo", "--n-samples-per-prompt", "2"])
+
+    def piece(group, traj, reward):
+        return _s(reward, (1, 1), group_index=group, trajectory_id=traj)
+    a1, a2, b, c, d = piece(0, "a", 1.0), piece(0, "a", 1.0), piece(0, "b", -1.0), piece(1, "c", 1.0), piece(1, "d", 1.0)
+    out, _ = GRPOMethod(cfg).compute_advantages([a1, a2, b, c, d])  # 5 samples: not 2 groups of 2
+    # group 0 outcomes (1, -1): centred (1, -1), unbiased std sqrt(2) -> +-1/sqrt(2); group 1 all equal -> 0
+    one = 1 / (math.sqrt(2) + 1e-6)
+    assert a1.advantages == pytest.approx([one, one]) == a2.advantages
+    assert b.advantages == pytest.approx([-one, -one])
+    assert c.advantages == [0.0, 0.0] == d.advantages
+    # unsplit trajectories keep plain GRPO over consecutive samples
+    e, f = piece(0, "e", 1.0), piece(0, "f", 0.0)
+    GRPOMethod(cfg).compute_advantages([e, f])
+    # (1, 0): centred (0.5, -0.5), unbiased std sqrt(1/2) -> +-1/sqrt(2) again
+    assert e.advantages == pytest.approx([one, one]) and f.advantages == pytest.approx([-one, -one])
+
+
 def test_new_flags_parse_with_aliases_and_env():
     cfg = parse_run_args(["--advantage-estimator", "step_wise", "--n-samples-per-prompt", "2",
                           "--metadata-key", "meta", "--reward-key", "score", "--dynamic_history",

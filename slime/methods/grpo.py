@@ -8,7 +8,10 @@ Each sample's reward minus its group's mean (divided by the group's std unless
 Under ``--dynamic-history`` (one sample per agent step) the groups are the trajectories of one
 prompt (``metadata["group_index"]``), each trajectory's outcome counted once, not once per
 step-sample; the normalised outcome is broadcast to every step-sample of the trajectory
-(:func:`slime.advantages.grpo_trajectories`).
+(:func:`slime.advantages.grpo_trajectories`). The same holds without ``--dynamic-history`` when an
+agent trajectory was split into several samples at a chat-template prefix break (samples sharing
+``metadata["trajectory_id"]``): the batch then has more samples than ``groups x
+n_samples_per_prompt``, and counting the split trajectory once per piece would bias its group.
 """
 
 from __future__ import annotations
@@ -46,7 +49,22 @@ class GRPOMethod(Method):
         without reward or a batch that does not split into groups."""
         if self.cfg.disable_rewards_normalization:
             return broadcast_reward(samples), {}
-        if self.cfg.dynamic_history:
+        if self.cfg.dynamic_history or _has_split_trajectories(samples):
             return grpo_trajectories(samples, normalize_std=not self.cfg.disable_grpo_std_normalization), {}
         return grpo(samples, self.cfg.n_samples_per_prompt,
                     normalize_std=not self.cfg.disable_grpo_std_normalization), {}
+
+
+def _has_split_trajectories(samples: Sequence[Sample]) -> bool:
+    """True when two samples share ``(metadata["group_index"], metadata["trajectory_id"])``: one
+    agent trajectory split at a chat-template prefix break by the rollout that built it."""
+    seen = set()
+    for s in samples:
+        md = s.metadata or {}
+        if "trajectory_id" not in md or "group_index" not in md:
+            continue
+        key = (md["group_index"], md["trajectory_id"])
+        if key in seen:
+            return True
+        seen.add(key)
+    return False
