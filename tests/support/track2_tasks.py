@@ -7,19 +7,22 @@ decision settles the outcome, in the family's real environment and scoring:
 * **math-tool** (``math_tool``, :class:`openclaw_rl.envs.math_tool.env.MathToolEnv`): word
   problems whose answer is 2 + 3. The task prompt (the family's own) shows two examples, a
   ``print(2 + 3)`` interpreter call and ``\\boxed{42}``. Running the call and boxing what the
-  interpreter printed is correct (+1); boxing the example's 42 without running anything is wrong
-  (upstream's shaped -1.1).
+  interpreter printed is correct (+1); answering "I think the answer is \\boxed{42}." (the example's
+  42) without running anything is wrong (upstream's shaped -1.1).
 * **terminal** (``terminal``, :class:`openclaw_rl.envs.terminal.env.TerminalEnv`): a practice
   task in AgentBench's OS format (setup script, ``check_command``): "create an empty file named
-  ``done``". ``shell_exec touch done`` passes the check (+1); answering "Done." without running
-  anything does not (-1).
+  ``done``". ``shell_exec touch done`` (then "Done.") passes the check (+1); answering "I think it is
+  done already." without running anything does not (-1).
 
 In both families the decision is the first token of the first reply (``<tool_call>`` or not),
 and the failing branch is a short reply without a tool call: negative advantages then fall on
 those few tokens only, never on the tool call's JSON, which a 2-layer model keeps well-formed
 only while nothing pushes its tokens down (a failing ``shell_exec ls`` branch, tried first, had
 every GRPO step push the shared JSON tokens of its call down and garbled the calls within 3
-steps).
+steps). The failing reply also starts with another token than the good branch's final reply
+(``I`` vs ``\\boxed`` / ``Done``): both are reply starts in similar contexts, and with the same
+first token the advantages of the two cancel on it (measured: with "Done." as the failing reply,
+LoRA lr 2e-3 kept every call well-formed but the pass rate stayed at 0.25-0.5 over 8 steps).
 
 Each family has 12 wordings: 8 for training, 4 held out (never in a demonstration, never
 trained on). The demonstrations give each training wording both first decisions equally often,
@@ -85,11 +88,11 @@ class Branch:
 MATH_BRANCHES = (
     Branch("run print(2 + 3), box its output", {"name": "code_interpreter", "arguments": {"code": "print(2 + 3)"}},
            None, "\\boxed{5}"),
-    Branch("box the prompt's example 42", None, "\\boxed{42}", None),
+    Branch("box the prompt's example 42", None, "I think the answer is \\boxed{42}.", None),
 )
 TERMINAL_BRANCHES = (
     Branch("shell_exec touch done", {"name": "shell_exec", "arguments": {"command": "touch done"}}, None, "Done."),
-    Branch("answer Done. without acting", None, "Done.", None),
+    Branch("claim it is done without acting", None, "I think it is done already.", None),
 )
 
 
