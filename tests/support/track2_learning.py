@@ -34,7 +34,7 @@ from tests.support import track2_tasks
 REPO = Path(__file__).resolve().parent.parent.parent
 #: the RL recipe of both families (trainer flags; see docs/track2.md for why these values)
 RL_FLAGS = ("--advantage-estimator", "grpo", "--eps-clip", "0.2", "--eps-clip-high", "0.28",
-            "--lr", "1e-3", "--weight-decay", "0.0", "--rollout-temperature", "1.0",
+            "--use-lora", "--lora-rank", "16", "--lr", "2e-3", "--weight-decay", "0.0", "--rollout-temperature", "1.0",
             "--rollout-max-context-len", "2048")
 DEFAULTS = {"steps": 8, "prompts_per_step": 2, "samples_per_prompt": 8, "eval_samples": 8, "max_response_len": 48,
             "max_turns": 3}

@@ -20,9 +20,9 @@ those few tokens only, never on the tool call's JSON, which a 2-layer model keep
 only while nothing pushes its tokens down (a failing ``shell_exec ls`` branch, tried first, had
 every GRPO step push the shared JSON tokens of its call down and garbled the calls within 3
 steps). The failing reply also starts with another token than the good branch's final reply
-(``I`` vs ``\\boxed`` / ``Done``): both are reply starts in similar contexts, and with the same
-first token the advantages of the two cancel on it (measured: with "Done." as the failing reply,
-LoRA lr 2e-3 kept every call well-formed but the pass rate stayed at 0.25-0.5 over 8 steps).
+(``I`` vs ``\\boxed`` / ``Done``), on the guess that with the same first token in two similar
+reply-start contexts the advantages partly cancel there; measured, it did not learn faster (see
+docs/track2.md, "Learning tests").
 
 Each family has 12 wordings: 8 for training, 4 held out (never in a demonstration, never
 trained on). The demonstrations give each training wording both first decisions equally often,
