@@ -1,0 +1,51 @@
+"""Track 2 learns: GRPO on real episodes raises the held-out pass rate, per family.
+
+Each family starts from its cold-started ``builtin:tiny-qwen3`` (:mod:`tests.support.track2_cold_start`:
+the format is near-deterministic and the one decision that settles the task is ~50/50 by the
+recipe) and trains with the family's own plugin file through the real intercept server, real
+sandboxed environments and real scoring, in this process without Ray
+(:mod:`tests.support.track2_learning`; ``tests/test_track2_scripts.py`` runs the launch scripts).
+The held-out wordings were never demonstrated nor trained on. Asserted: the held-out pass rate
+rises by >= 0.3 with the Wilson 95 % intervals before and after apart (32 episodes each), so a
+run that learns nothing, or learns and then breaks the format, fails. (The training reward of
+16 episodes a step is too noisy for a per-step assertion; the held-out numbers are the test.)
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from openclaw_rl.agentic.sandbox import sandbox_available
+from tests.support.track2_learning import run
+
+#: measured 2026-12-01: the held-out rise is not reliable yet (terminal, LoRA r16 lr 2e-3: one run
+#: 5/32 -> 20/32, another 8/32 -> 9/32; lr 5e-3 broke a trajectory at step 8); docs/track2.md,
+#: "Learning tests". Set OPENCLAW_TRACK2_LEARNING=1 to run them.
+NOT_RELIABLE = "the Track 2 learning recipe does not raise the held-out pass rate reliably yet (docs/track2.md)"
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(os.environ.get("OPENCLAW_TRACK2_LEARNING") != "1", reason=NOT_RELIABLE),
+              pytest.mark.skipif(not sandbox_available()[0], reason=f"no sandbox: {sandbox_available()[1]}")]
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _check(result: dict) -> None:
+    before, after, steps = result["before"], result["after"], result["steps"]
+    assert before["failed"] == 0 and after["failed"] == 0, result
+    assert after["pass_rate"] - before["pass_rate"] >= 0.3, result
+    assert after["ci95"][0] > before["ci95"][1], result  # the 95 % intervals do not overlap
+    assert all(s["logprob_gap"] < 0.01 for s in steps), steps  # trained on what was sampled
+
+
+@pytest.mark.parametrize("family", ["math-tool", "terminal"])
+def test_grpo_raises_the_heldout_pass_rate(family, tmp_path):
+    _check(run(family, tmp_path))
