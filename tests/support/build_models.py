@@ -13,8 +13,7 @@ import time
 
 
 def main() -> int:
-    """Resolve the built-in models, the tool model and the Track 2 cold starts; returns 0 (raises
-    on a failed build)."""
+    """Resolve the built-in models and the tool model; returns 0 (raises on a failed build)."""
     from openclaw_rl.models import resolve_model_path
     from tests.support.tool_model import recipe_key, tool_model_path
 
@@ -30,19 +29,6 @@ def main() -> int:
           flush=True)
     path = tool_model_path()
     print(f"test models: tool model -> {path} ({time.time() - t0:.0f} s)", flush=True)
-    from openclaw_rl.agentic.sandbox import sandbox_available
-    from tests.support.track2_cold_start import cold_start_path, recipe_key as cold_key
-
-    ok, why = sandbox_available()
-    if not ok:  # the demonstrations are recorded in the sandboxed environments; the tests skip too
-        print(f"test models: no Track 2 cold starts (no sandbox: {why})", flush=True)
-        return 0
-    for family in ("math-tool", "terminal"):
-        t0 = time.time()
-        print(f"test models: {family} cold start (recipe {cold_key(family)}); a first build records demonstrations "
-              "and fine-tunes for several minutes...", flush=True)
-        path = cold_start_path(family)
-        print(f"test models: {family} cold start -> {path} ({time.time() - t0:.0f} s)", flush=True)
     return 0
 
 
