@@ -55,7 +55,8 @@ run: install
 test: install
 	bash tests/openclaw_agent/install.sh >/dev/null
 	$(PY) -m tests.support.build_models
-	$(NETNS) $(PY) -m pytest -q -p no:cacheprovider --durations=15 -n 2 --dist loadgroup -m "not exhaustive" $(PYTEST_ARGS)
+	OPENCLAW_TEST_PYTHON=$(abspath $(PY)) $(NETNS) $(PY) -m pytest -q -p no:cacheprovider --durations=15 \
+	  --tx 2*popen//python=tests/support/netns_python --dist load -m "not exhaustive" $(PYTEST_ARGS)
 
 # every item of the data sets checked (e.g. each AgentBench training task's known-good and wrong answers)
 test-exhaustive: install

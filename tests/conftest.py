@@ -55,31 +55,30 @@ def tool_server(tmp_path_factory, tool_model):
         yield handle
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
-    """Under ``pytest -n 2 --dist loadgroup`` (``make test``), every test that starts a Ray
-    cluster runs in one worker, one after another: Ray clusters on one machine share /tmp/ray and
-    the dashboard agent's default port. The other tests spread over the workers. The Ray tests are
-    the longest chain (about 15 min), so they come first: one worker starts them at once."""
-    for item in items:
-        if item.get_closest_marker("ray") is not None:
-            item.add_marker(pytest.mark.xdist_group("ray"))
+    """The tests that start a Ray cluster (the longest ones) go first, so that under ``make test``
+    (two pytest-xdist workers, ``--dist load``) both workers start on them and the short tests fill
+    in at the end. Two workers' Ray clusters never meet: each worker runs in its own network
+    namespace (tests/support/netns_python) with its own ``RAY_TMPDIR`` (below)."""
     items.sort(key=lambda item: item.get_closest_marker("ray") is None)  # stable: Ray tests first
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_collection_finish(session):
-    """Fail at once, instead of by colliding Ray clusters, when xdist did not group the Ray tests.
+def pytest_configure(config):
+    """Per pytest-xdist worker: a Ray temp dir of its own (Ray's default, /tmp/ray, holds the
+    ``ray_current_cluster`` address file and ``session_latest`` that two clusters would share).
+    In the controller: the Ray auth token is created once before the workers start, so two
+    workers' first ``ray get-auth-token --generate`` cannot write two different tokens."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        import tempfile
 
-    pytest-xdist's ``loadgroup`` marks a grouped test by appending ``@<group>`` to its node id; a
-    pytest that ignores that rename (9.2 with xdist 3.8) silently spreads the group over workers.
-    Raises:
-        pytest.UsageError: a ``ray`` test on an xdist worker under loadgroup lacks the suffix.
-    """
-    if not getattr(session.config.option, "loadgroup", False):
-        return
-    lost = [item.nodeid for item in session.items
-            if item.get_closest_marker("ray") is not None and not item.nodeid.endswith("@ray")]
-    if lost:
-        raise pytest.UsageError(f"pytest-xdist did not group {len(lost)} Ray tests on one worker "
-                                f"(e.g. {lost[0]}); check the pytest / pytest-xdist versions")
+        os.environ.setdefault("RAY_TMPDIR", tempfile.mkdtemp(prefix=f"ray-{worker}-"))
+    elif getattr(config.option, "dist", "no") != "no":
+        import subprocess
+        import sys
+        from pathlib import Path
+
+        ray_cli = Path(sys.executable).parent / "ray"
+        if ray_cli.exists():
+            subprocess.run([str(ray_cli), "get-auth-token", "--generate"], check=False, capture_output=True,
+                           env={**os.environ, "RAY_AUTH_MODE": "token"})
