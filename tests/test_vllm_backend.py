@@ -10,6 +10,7 @@ and server B fronts both (``--engine-url`` twice).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import threading
@@ -94,6 +95,36 @@ def _stream(server, messages, session: str, **body) -> list[dict]:
     return [json.loads(line) for line in lines[:-1]]
 
 
+@contextlib.contextmanager
+def _traffic(server, messages, sessions: list[str], new_session_each: bool, max_tokens: int):
+    """Greedy streamed chats in one thread per session until the block ends; yields the status
+    list (200 per answered chat, -1 per failed one). ``new_session_each``: every chat opens a new
+    session ``<session>-<n>`` instead of continuing one."""
+    statuses: list[int] = []
+    stop = threading.Event()
+
+    def loop(session: str):
+        n = 0
+        while not stop.is_set():
+            try:
+                _stream(server, messages, f"{session}-{n}" if new_session_each else session,
+                        max_tokens=max_tokens, temperature=0)
+                statuses.append(200)
+            except AssertionError:
+                statuses.append(-1)
+            n += 1
+
+    threads = [threading.Thread(target=loop, args=(s,)) for s in sessions]
+    for t in threads:
+        t.start()
+    try:
+        yield statuses
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+
+
 def _turns(server, session: str):
     store = TrajectoryStore(server.buffer_dir)
     try:
@@ -160,23 +191,7 @@ def test_weight_update_under_load(stack, tmp_path):
     root = f"http://127.0.0.1:{a.port}"
     prompt = [{"role": "user", "content": "Count with me: one, two"}]
     eos = [151645, 151643]
-    statuses: list[int] = []
-    stop = threading.Event()
-
-    def traffic(i: int):
-        n = 0
-        while not stop.is_set():
-            try:
-                _stream(a, prompt, f"load-{i}-{n}", max_tokens=10, temperature=0)
-                statuses.append(200)
-            except AssertionError:
-                statuses.append(-1)
-            n += 1
-
-    threads = [threading.Thread(target=traffic, args=(i,)) for i in range(3)]
-    for t in threads:
-        t.start()
-    try:
+    with _traffic(a, prompt, [f"load-{i}" for i in range(3)], new_session_each=True, max_tokens=10) as statuses:
         time.sleep(3)
         # a folder of another shape (builtin:tiny-qwen3: hidden size 64) is refused before vLLM
         # sees it; serving goes on
@@ -187,10 +202,6 @@ def test_weight_update_under_load(stack, tmp_path):
                        json={"model_path": str(second_version(tmp_path / "v1")), "weight_version": 1})
         assert r.status_code == 200 and r.json() == {"success": True, "weight_version": 1}, r.text
         time.sleep(3)
-    finally:
-        stop.set()
-        for t in threads:
-            t.join()
     assert statuses and set(statuses) == {200}
     health = httpx.get(f"{root}/healthz").json()
     assert health["weight_version"] == 1 and health["engine"]["replicas"][0]["weight_version"] == 1
@@ -243,30 +254,13 @@ def test_rolling_update_over_two_replicas(stack):
     for i in range(100):
         best = max((engine_a, engine_2), key=lambda u: affinity_score(f"roll-{i}", u))
         keys.setdefault(best, f"roll-{i}")
-    statuses: list[int] = []
-    stop = threading.Event()
-
-    def traffic(key: str):
-        while not stop.is_set():
-            try:
-                _stream(b, [{"role": "user", "content": "still there?"}], key, max_tokens=6, temperature=0)
-                statuses.append(200)
-            except AssertionError:
-                statuses.append(-1)
-
-    threads = [threading.Thread(target=traffic, args=(k,)) for k in keys.values()]
-    for t in threads:
-        t.start()
-    try:
+    with _traffic(b, [{"role": "user", "content": "still there?"}], list(keys.values()),
+                  new_session_each=False, max_tokens=6) as statuses:
         time.sleep(2)
         r = httpx.post(f"{root}/admin/update_weights_from_disk", headers=AUTH, timeout=300,
                        json={"model_path": str(vllm_tiny_model()), "weight_version": 2})
         assert r.status_code == 200 and r.json() == {"success": True, "weight_version": 2}, r.text
         time.sleep(2)
-    finally:
-        stop.set()
-        for t in threads:
-            t.join()
     assert len(keys) == 2 and statuses and set(statuses) == {200}
     replicas = httpx.get(f"{root}/healthz").json()["engine"]["replicas"]
     assert [r["weight_version"] for r in replicas] == [2, 2]

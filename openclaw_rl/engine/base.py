@@ -26,6 +26,31 @@ class PromptTooLongError(EngineError, ValueError):
         self.max_context = max_context
 
 
+def check_prompt(prompt_ids: Sequence[int], max_context: int, closed: bool) -> list[int]:
+    """The checks every engine makes before it generates: the prompt as a list of ints.
+
+    Args:
+        prompt_ids: the prompt's token ids.
+        max_context: the engine's context window in tokens.
+        closed: whether the engine has been closed.
+
+    Returns:
+        ``prompt_ids`` as a new ``list[int]``.
+
+    Raises:
+        EngineError: the prompt is empty, or the engine is closed.
+        PromptTooLongError: the prompt leaves no room for one new token.
+    """
+    prompt = [int(i) for i in prompt_ids]
+    if not prompt:
+        raise EngineError("prompt is empty")
+    if len(prompt) + 1 > max_context:
+        raise PromptTooLongError(len(prompt), max_context)
+    if closed:
+        raise EngineError("engine is closed")
+    return prompt
+
+
 @dataclass(frozen=True)
 class SamplingParams:
     """How to sample one completion.

@@ -29,7 +29,7 @@ from typing import AsyncIterator, Mapping, Sequence
 
 import httpx
 
-from openclaw_rl.engine.base import (Engine, EngineError, GenerationOutput, PromptTooLongError,
+from openclaw_rl.engine.base import (Engine, EngineError, GenerationOutput, check_prompt,
                                      SamplingParams, TokenEvent)
 from openclaw_rl.engine.replicas import Replica, ReplicaSet
 from openclaw_rl.engine.weight_folder import engine_weights_folder
@@ -90,8 +90,10 @@ class RemoteEngine(Engine):
         EngineError: a replica does not answer or serves another context window.
     """
 
-    #: the ``--backend`` name (messages)
+    #: the ``--backend`` name
     backend = "remote"
+    #: the engine server's name in messages
+    server_name = "engine"
 
     def __init__(self, urls: Sequence[str], model_folder: str | Path, max_context: int | None = None):
         self.model_folder = Path(model_folder)
@@ -115,10 +117,25 @@ class RemoteEngine(Engine):
         #: stopped by :meth:`aclose`
         self.servers: list = []
 
+    def check(self, resp: httpx.Response, what: str) -> httpx.Response:
+        """``resp`` when it is a 200; else raises :class:`EngineError` naming the server and ``what``."""
+        if resp.status_code != 200:
+            raise EngineError(f"{self.server_name} {what} answered {resp.status_code}: {resp.text[:500]}")
+        return resp
+
     # ------------------------------------------------------------------ backend hooks
-    @abc.abstractmethod
     def _context_window(self, client: httpx.Client, url: str) -> int:
-        """The replica's context window in tokens (blocking, at start)."""
+        """The replica's context window in tokens (blocking, at start): ``max_model_len`` of its
+        OpenAI ``/v1/models`` listing (vLLM and SGLang both report it).
+
+        Raises:
+            EngineError: the server does not answer or answers with an error.
+        """
+        try:
+            models = self.check(client.get(f"{url}/v1/models"), f"{url}/v1/models").json()["data"]
+        except httpx.HTTPError as exc:
+            raise EngineError(f"{self.server_name} server {url} does not answer: {exc}") from exc
+        return int(models[0]["max_model_len"])
 
     @abc.abstractmethod
     def _start_version(self, client: httpx.Client, url: str) -> int:
@@ -172,13 +189,7 @@ class RemoteEngine(Engine):
 
     async def generate_stream(self, prompt_ids: Sequence[int], params: SamplingParams,
                               result: GenerationOutput | None = None) -> AsyncIterator[TokenEvent]:
-        prompt = [int(i) for i in prompt_ids]
-        if not prompt:
-            raise EngineError("prompt is empty")
-        if len(prompt) + 1 > self.max_context:
-            raise PromptTooLongError(len(prompt), self.max_context)
-        if self._closed:
-            raise EngineError("engine is closed")
+        prompt = check_prompt(prompt_ids, self.max_context, self._closed)
         if params.grammar is not None and not self.supports_grammar:
             raise EngineError(f"the {self.backend} backend does not take grammars (constrained decoding)")
         result = result if result is not None else GenerationOutput(prompt_ids=prompt)

@@ -26,12 +26,6 @@ from openclaw_rl.engine.base import EngineError, SamplingParams, TokenEvent
 from openclaw_rl.engine.remote import RemoteEngine, StreamState
 
 
-def _check(resp: httpx.Response, what: str) -> httpx.Response:
-    if resp.status_code != 200:
-        raise EngineError(f"SGLang {what} answered {resp.status_code}: {resp.text[:500]}")
-    return resp
-
-
 class SGLangEngine(RemoteEngine):
     """:class:`RemoteEngine` on SGLang servers (see the module doc).
 
@@ -42,20 +36,14 @@ class SGLangEngine(RemoteEngine):
     """
 
     backend = "sglang"
-
-    def _context_window(self, client: httpx.Client, url: str) -> int:
-        try:
-            models = _check(client.get(f"{url}/v1/models"), f"{url}/v1/models").json()["data"]
-        except httpx.HTTPError as exc:
-            raise EngineError(f"SGLang server {url} does not answer: {exc}") from exc
-        return int(models[0]["max_model_len"])
+    server_name = "SGLang"
 
     def _start_version(self, client: httpx.Client, url: str) -> int:
         resp = client.get(f"{url}/get_weight_version")
-        name = str(_check(resp, "get_weight_version").json().get("weight_version")) if resp.status_code != 404 else ""
+        name = str(self.check(resp, "get_weight_version").json().get("weight_version")) if resp.status_code != 404 else ""
         if name.isdigit():
             return int(name)
-        _check(client.post(f"{url}/update_weight_version", json={"new_version": "0"}), "update_weight_version")
+        self.check(client.post(f"{url}/update_weight_version", json={"new_version": "0"}), "update_weight_version")
         return 0
 
     def _request(self, prompt_ids: list[int], params: SamplingParams, max_tokens: int,
@@ -97,6 +85,6 @@ class SGLangEngine(RemoteEngine):
 
     def _reload(self, client: httpx.Client, url: str, folder: Path, version: int) -> None:
         body = {"model_path": str(folder), "weight_version": str(version), "flush_cache": True}
-        result = _check(client.post(f"{url}/update_weights_from_disk", json=body), "update_weights_from_disk").json()
+        result = self.check(client.post(f"{url}/update_weights_from_disk", json=body), "update_weights_from_disk").json()
         if not result.get("success", False):
             raise EngineError(f"SGLang could not load {folder}: {result.get('message')}")

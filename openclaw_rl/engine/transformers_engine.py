@@ -30,7 +30,7 @@ from typing import AsyncIterator, Mapping, Sequence
 
 import torch
 
-from openclaw_rl.engine.base import (Engine, EngineError, GenerationOutput, PromptTooLongError,
+from openclaw_rl.engine.base import (Engine, EngineError, GenerationOutput, check_prompt,
                                      SamplingParams, TokenEvent)
 from openclaw_rl.engine.batch_cache import batchable
 from openclaw_rl.engine.defaults import DEFAULT_MAX_BATCH_SIZE, DEFAULT_PREFILL_CHUNK_TOKENS
@@ -105,13 +105,7 @@ class TransformersEngine(Engine):
 
     async def generate_stream(self, prompt_ids: Sequence[int], params: SamplingParams,
                               result: GenerationOutput | None = None) -> AsyncIterator[TokenEvent]:
-        prompt = [int(i) for i in prompt_ids]
-        if not prompt:
-            raise EngineError("prompt is empty")
-        if len(prompt) + 1 > self.max_context:
-            raise PromptTooLongError(len(prompt), self.max_context)
-        if self._stopped:
-            raise EngineError("engine is closed")
+        prompt = check_prompt(prompt_ids, self.max_context, self._stopped)
         result = result if result is not None else GenerationOutput(prompt_ids=prompt)
         result.prompt_ids = prompt
         with self._lock:

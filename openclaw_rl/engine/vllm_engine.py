@@ -26,12 +26,6 @@ from openclaw_rl.engine.base import EngineError, SamplingParams, TokenEvent
 from openclaw_rl.engine.remote import RemoteEngine, StreamState
 
 
-def _check(resp: httpx.Response, what: str) -> httpx.Response:
-    if resp.status_code != 200:
-        raise EngineError(f"vLLM {what} answered {resp.status_code}: {resp.text[:500]}")
-    return resp
-
-
 def token_event(entry: dict, top_logprobs: int) -> TokenEvent:
     """One ``logprobs.content`` entry of a generate event as a :class:`TokenEvent`: the sampled
     id and logprob, and the ``top_logprobs`` best alternatives (vLLM lists the sampled token first,
@@ -60,26 +54,20 @@ class VLLMEngine(RemoteEngine):
     """
 
     backend = "vllm"
+    server_name = "vLLM"
     #: forced tool calls: the llguidance Lark grammar goes to vLLM's ``guidance`` structured-output
     #: backend (``--structured-outputs-config.backend guidance``), which masks the logits before
     #: sampling, so the logprobs are those of the constrained distribution
     supports_grammar = True
 
-    def _context_window(self, client: httpx.Client, url: str) -> int:
-        try:
-            models = _check(client.get(f"{url}/v1/models"), f"{url}/v1/models").json()["data"]
-        except httpx.HTTPError as exc:
-            raise EngineError(f"vLLM server {url} does not answer: {exc}") from exc
-        return int(models[0]["max_model_len"])
-
     def _start_version(self, client: httpx.Client, url: str) -> int:
         resp = client.get(f"{url}/weight_info")
         if resp.status_code == 404:
             raise EngineError(f"vLLM server {url} has no weight-update endpoints: start it with VLLM_SERVER_DEV_MODE=1")
-        name = str(_check(resp, "weight_info").json().get("weight_version"))
+        name = str(self.check(resp, "weight_info").json().get("weight_version"))
         if name.isdigit():  # already labelled by us (a restarted intercept server): keep its version
             return int(name)
-        _check(client.post(f"{url}/update_weight_version", json={"new_version": "0"}), "update_weight_version")
+        self.check(client.post(f"{url}/update_weight_version", json={"new_version": "0"}), "update_weight_version")
         return 0
 
     def _request(self, prompt_ids: list[int], params: SamplingParams, max_tokens: int,
@@ -116,12 +104,12 @@ class VLLMEngine(RemoteEngine):
         return events
 
     def _reload(self, client: httpx.Client, url: str, folder: Path, version: int) -> None:
-        _check(client.post(f"{url}/pause", params={"mode": "wait"}), "pause")
+        self.check(client.post(f"{url}/pause", params={"mode": "wait"}), "pause")
         try:
-            _check(client.post(f"{url}/collective_rpc",
+            self.check(client.post(f"{url}/collective_rpc",
                                json={"method": "reload_weights", "kwargs": {"weights_path": str(folder)}}),
                    "reload_weights")
-            _check(client.post(f"{url}/update_weight_version", json={"new_version": str(version)}),
+            self.check(client.post(f"{url}/update_weight_version", json={"new_version": str(version)}),
                    "update_weight_version")
         finally:
-            _check(client.post(f"{url}/resume"), "resume")
+            self.check(client.post(f"{url}/resume"), "resume")
