@@ -115,3 +115,35 @@ def test_server_and_prm_devices_from_the_managers_gpus(monkeypatch, tmp_path):
     assert prm_device(cfg) == "cuda:2"  # the first PRM GPU in the manager's numbering
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     assert server_env(cfg) == {} and server_device_args(cfg) == () and prm_device(cfg) is None
+
+
+def test_vllm_engines_of_the_jobs_server_get_the_rollout_gpus(monkeypatch, tmp_path):
+    """``--backend vllm`` in a job: the server it starts gets the rollout engine's ids as an id
+    list (one id stays an id, not a count), replicas of ``--rollout-num-gpus-per-engine``."""
+    from openclaw_rl.engine.engine_servers import parse_rollout_gpus, replica_devices
+    from openclaw_rl.rollout.devices import server_backend_args
+
+    assert server_backend_args(_cfg(tmp_path), str(tmp_path)) == ()  # transformers: no engine flags
+    cfg = _cfg(tmp_path, "--backend", "vllm", "--rollout-num-gpus", "4", "--rollout-num-gpus-per-engine", "2",
+               "--engine-args", "--max-model-len 4096")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,6,7,0")
+    args = server_backend_args(cfg, str(tmp_path))
+    flags = dict(zip(args[::2], args[1::2]))
+    assert flags["--backend"] == "vllm" and flags["--engine-args"] == "--max-model-len 4096"
+    assert replica_devices(parse_rollout_gpus(flags["--rollout-gpus"]), int(flags["--rollout-num-gpus-per-engine"])) \
+        == [["4", "5"], ["6", "7"]]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "6")
+    one = dict(zip(*[iter(server_backend_args(_cfg(tmp_path, "--backend", "sglang", "--rollout-num-gpus", "1"),
+                                              str(tmp_path)))] * 2))
+    assert parse_rollout_gpus(one["--rollout-gpus"]) == ["6"]  # GPU 6, not six GPUs
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert "--rollout-gpus" not in server_backend_args(cfg, str(tmp_path))  # CPU: one replica on the CPU
+
+
+def test_backend_without_its_environment_is_a_one_line_error(tmp_path):
+    from openclaw_rl.rollout.service import OpenClawRolloutService
+    from slime.flags import ConfigError
+
+    cfg = _cfg(tmp_path, "--backend", "sglang", "--engine-python", str(tmp_path / "no-python"))
+    with pytest.raises(ConfigError, match="--backend sglang: no engine interpreter at"):
+        OpenClawRolloutService.check(cfg)

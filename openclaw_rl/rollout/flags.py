@@ -28,7 +28,8 @@ from slime.flags import flag
 __all__ = ["SERVER_SIDE_FLAGS", "OpenClawFlags", "service_flags"]
 
 #: flags that only configure the intercept server the job starts itself
-SERVER_SIDE_FLAGS = ("port", "served_model_name", "session_idle_timeout", "server_torch_threads")
+SERVER_SIDE_FLAGS = ("port", "served_model_name", "session_idle_timeout", "server_torch_threads", "backend",
+                     "engine_python", "engine_args")
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,13 @@ class OpenClawFlags:
                                        gt=0)
     server_torch_threads: int = flag(1, "torch threads of the server the job starts (1: the trainer shares "
                                      "the CPU; 0: one per core)", ge=0)
+    backend: Literal["transformers", "vllm", "sglang"] = flag(
+        "transformers", "inference engine of the server the job starts: transformers (in the server's process), "
+        "vllm or sglang (engine servers in their own environment on the rollout GPUs, one per "
+        "--rollout-num-gpus-per-engine; the intercept server stays in front and records what they sample)")
+    engine_python: str | None = flag(None, "interpreter of the vllm/sglang engine's environment",
+                                     default_text=".venv-vllm/bin/python (make vllm) or .venv-sglang/bin/python")
+    engine_args: str = flag("", "more flags for each vllm/sglang engine server, one string (shell words)")
     data_path: str | None = flag(None, "train offline from a recorded session file (JSON/JSONL) instead of "
                                  "live traffic (no server is started)", env="DATA_PATH", path="input")
     prm_model_path: str | None = flag(None, "local PRM judge model", env="PRM_MODEL_PATH", path="model",

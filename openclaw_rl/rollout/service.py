@@ -20,7 +20,7 @@ from openclaw_rl.capture.export import import_sessions
 from openclaw_rl.capture.store import TrajectoryStore
 from openclaw_rl.capture.text_turns import needs_ids, tokenize_untokenized_turns
 from openclaw_rl.rollout.data_source import StoreDataSource
-from openclaw_rl.rollout.devices import server_device_args, server_env
+from openclaw_rl.rollout.devices import server_backend_args, server_device_args, server_env
 from openclaw_rl.rollout.flags import SERVER_SIDE_FLAGS, OpenClawFlags
 from openclaw_rl.rollout.judge_loop import JudgeLoop
 from openclaw_rl.rollout.prompt_rollout import DEFAULT_GENERATE
@@ -133,7 +133,9 @@ class OpenClawRolloutService:
                 "--torch-threads", str(x.server_torch_threads),
                 *(("--admin-api-key", x.admin_api_key) if x.admin_api_key else ()),
                 "--weights-dir", str(published_dir(cfg)), *server_device_args(cfg),
-                api_key=self.api_key, log_dir=log_dir, port=x.port, env=server_env(cfg))
+                *server_backend_args(cfg, str(log_dir)),
+                api_key=self.api_key, log_dir=log_dir, port=x.port, env=server_env(cfg),
+                timeout=180.0 if x.backend == "transformers" else 960.0)  # engine servers load first
             self.server_url = self.server.base_url.rsplit("/v1", 1)[0]
         self.text_turns.tokenize_all()  # imported turns without ids, before anything judges them
         self.data_source = StoreDataSource(self.store, max_staleness=cfg.max_staleness,
@@ -208,6 +210,12 @@ class OpenClawRolloutService:
                 raise ConfigError("--prompt-data generates through the intercept server; it cannot be combined "
                                   "with --data-path (offline recorded sessions)")
         check_local_model("--prm-model-path", x.prm_model_path)
+        if x.backend != "transformers" and not (x.server_url or x.data_path):
+            from openclaw_rl.engine.engine_servers import resolve_engine_python
+            try:
+                resolve_engine_python(x.backend, x.engine_python)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
         warnings = []
         if x.data_path or x.server_url:
             given = [option_name(f) for f in SERVER_SIDE_FLAGS if f in cfg.explicit]
