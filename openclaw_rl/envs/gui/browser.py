@@ -212,7 +212,8 @@ class Browser:
 
     # -- operations ---------------------------------------------------------------------------
     def goto(self, url: str, timeout_s: float) -> None:
-        """Load ``url`` and wait for its ``load`` event.
+        """Load ``url`` and wait for its ``load`` event. A page that does not load in time is
+        abandoned for ``about:blank`` (a pending navigation blocks screenshots and scripts).
 
         Raises:
             BrowserError: not loaded within ``timeout_s`` (the message says so); BrowserCrashed.
@@ -226,6 +227,10 @@ class Browser:
             raise
         except Exception as exc:
             if "Timeout" in type(exc).__name__ or "timeout" in str(exc).lower():
+                try:
+                    self.blank()
+                except BrowserError:
+                    pass
                 raise BrowserError(f"the page did not load within {timeout_s:g} s") from exc
             raise BrowserError(f"loading the page failed: {str(exc).splitlines()[0]}") from exc
 

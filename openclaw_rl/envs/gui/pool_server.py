@@ -97,7 +97,7 @@ class GuiPool:
     def __init__(self, config: GuiConfig, max_envs: int, prewarm: int = 0, lease_ttl: float = 600.0,
                  retry_after: float = 1.0):
         self.config = config
-        self.slots = BrowserSlots(config, keep_warm=min(prewarm, max_envs))
+        self.slots = BrowserSlots(config, keep_warm=min(prewarm, max_envs), capacity=max_envs)
         self.leases = LeasePool(max_envs, lease_ttl, "gui", factory=self._session, retry_after=retry_after)
 
     def _session(self, _env_type: str, _task_key: str, _task: dict) -> GuiSession:

@@ -164,7 +164,7 @@ class GuiSession:
     def _info(self, **extra) -> dict:
         return {"task": self.task, "seed": self.seed, "instruction": self.instruction, "step": self.steps,
                 "raw_reward": self.raw_reward, "reason": self.reason, "error": self.error,
-                "crashed": self.crashed, **extra}
+                "crashed": self.crashed, "browser_pid": self.browser.pid, **extra}
 
     def _check_point(self, op: Op) -> None:
         if op.x is None:

@@ -29,14 +29,17 @@ class BrowserSlots:
     Args:
         config: screen size (every browser's viewport).
         keep_warm: idle browsers to keep (``GUI_PREWARM_ENVS``; 0: start one per session).
+        capacity: the most browsers alive at once, idle and leased (warming never exceeds it;
+            None: no bound).
         prewarm_concurrency: browsers started at once while warming.
     """
 
-    def __init__(self, config: GuiConfig, keep_warm: int = 0, prewarm_concurrency: int = 4):
-        self.config, self.keep_warm = config, max(0, int(keep_warm))
+    def __init__(self, config: GuiConfig, keep_warm: int = 0, capacity: int | None = None,
+                 prewarm_concurrency: int = 4):
+        self.config, self.keep_warm, self.capacity = config, max(0, int(keep_warm)), capacity
         self._idle: list[Browser] = []
         self._live: dict[int, Browser] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._warming = 0
         self._stopped = False
         self._executor = ThreadPoolExecutor(max(1, prewarm_concurrency), thread_name_prefix="gui-warm")
@@ -58,19 +61,24 @@ class BrowserSlots:
             log.warning("prewarming a browser failed: %s", exc)
             with self._lock:
                 self._warming -= 1
+                self._lock.notify_all()
             return
         with self._lock:
             self._warming -= 1
             keep = not self._stopped and len(self._idle) < self.keep_warm
             if keep:
                 self._idle.append(browser)
+            self._lock.notify_all()
         if not keep:
             self._kill(browser)
 
     def prewarm(self) -> None:
-        """Start browsers in the background until ``keep_warm`` are idle or warming (returns at once)."""
+        """Start browsers in the background until ``keep_warm`` are idle or warming, within
+        ``capacity`` (returns at once)."""
         with self._lock:
             missing = self.keep_warm - len(self._idle) - self._warming
+            if self.capacity is not None:
+                missing = min(missing, self.capacity - len(self._live) - self._warming)
             if self._stopped or missing <= 0:
                 return
             self._warming += missing
@@ -78,20 +86,26 @@ class BrowserSlots:
             self._executor.submit(self._warm_one)
 
     def acquire(self) -> Browser:
-        """A live browser for a session: an idle one, else a fresh one (then warming resumes).
+        """A live browser for a session: an idle one, else one being warmed (waited for), else a
+        fresh one; then warming resumes.
 
         Raises:
             BrowserError: a fresh browser did not start.
         """
         browser = None
+        deadline = time.monotonic() + 60
         with self._lock:
-            while self._idle:
-                cand = self._idle.pop()
-                if cand.alive:
-                    browser = cand
+            while browser is None:
+                while self._idle:
+                    cand = self._idle.pop()
+                    if cand.alive:
+                        browser = cand
+                        break
+                    self._live.pop(cand.pid, None)
+                    cand.kill()
+                if browser is not None or self._warming == 0 or time.monotonic() > deadline:
                     break
-                self._live.pop(cand.pid, None)
-                cand.kill()
+                self._lock.wait(1.0)
         if browser is None:
             browser = self._launch()
         self.prewarm()
@@ -127,10 +141,11 @@ class BrowserSlots:
             return sorted(self._live)
 
     def status(self) -> dict:
-        """``{warm, warming, live, keep_warm, started, recycled, killed, crashed, launch_s_mean}``."""
+        """``{warm, warming, live, pids, keep_warm, started, recycled, killed, crashed, launch_s_mean}``."""
         with self._lock:
             mean = sum(self.launch_s) / len(self.launch_s) if self.launch_s else None
             return {"warm": len(self._idle), "warming": self._warming, "live": len(self._live),
+                    "pids": sorted(self._live),
                     "keep_warm": self.keep_warm, "started": self.started, "recycled": self.recycled,
                     "killed": self.killed, "crashed": self.crashed,
                     "launch_s_mean": None if mean is None else round(mean, 3)}
