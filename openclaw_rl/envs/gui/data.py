@@ -8,6 +8,10 @@
   "<page>#<seed>", "task_config": {"task", "seed", "data_mode"}, "group": <page>, "input": basic|drag|...}}``;
   training seeds 0..9 with MiniWoB's ``train`` data mode, evaluation seeds 1000..1002 with ``test``.
 
+:func:`dataset_path` (the ``gui`` family's data): the default lists are built once into
+``$OPENCLAW_RL_CACHE/data/gui-v1/``; ``GUI_TRAIN_META_PATH`` / ``GUI_EVAL_META_PATH`` replace a
+split's pages (rows cached by the meta file's content hash).
+
 CLI: ``python -m openclaw_rl.envs.gui.data --meta META.json --out rows.jsonl [--seeds 0-9]
 [--data-mode train]`` converts a meta file to rows (the launch script does this for
 ``GUI_TRAIN_META_PATH``); a bad file is a one-line error.
@@ -22,7 +26,9 @@ from pathlib import Path
 
 from openclaw_rl.envs.gui import miniwob_tasks as mw
 
-__all__ = ["TRAIN_SEEDS", "EVAL_SEEDS", "build_default", "meta_pages", "rows_for"]
+__all__ = ["TRAIN_SEEDS", "EVAL_SEEDS", "build_default", "dataset_path", "meta_pages", "rows_for"]
+
+VERSION = "1"
 
 TRAIN_SEEDS = range(0, 10)
 EVAL_SEEDS = range(1000, 1003)
@@ -73,6 +79,40 @@ def build_default(out_dir: Path) -> None:
         indent=1))
     _write_jsonl(out_dir / "train.jsonl", rows_for(train, TRAIN_SEEDS, "train"))
     _write_jsonl(out_dir / "eval.jsonl", rows_for(held, EVAL_SEEDS, "test"))
+
+
+def dataset_path(split: str, environ=None) -> Path:
+    """The ``train`` or ``eval`` JSONL of the ``gui`` family (module docstring), built on first use.
+
+    Raises:
+        ValueError: a bad split or meta file.
+    """
+    import hashlib
+    import os
+
+    from openclaw_rl.models import _atomic_build, _file_lock, cache_dir
+
+    if split not in ("train", "eval"):
+        raise ValueError(f"split must be train or eval, got {split!r}")
+    env = os.environ if environ is None else environ
+    root = cache_dir().parent / "data"
+    root.mkdir(parents=True, exist_ok=True)
+    meta = (env.get("GUI_TRAIN_META_PATH" if split == "train" else "GUI_EVAL_META_PATH") or "").strip()
+    if meta:
+        pages = meta_pages(meta)
+        digest = hashlib.sha256(json.dumps([VERSION, split, pages]).encode()).hexdigest()[:16]
+        out = root / f"gui-meta-{split}-{digest}.jsonl"
+        if not out.exists():
+            tmp = out.with_suffix(f".tmp{os.getpid()}")
+            _write_jsonl(tmp, rows_for(pages, TRAIN_SEEDS if split == "train" else EVAL_SEEDS,
+                                       "train" if split == "train" else "test"))
+            os.replace(tmp, out)
+        return out
+    target = root / f"gui-v{VERSION}"
+    with _file_lock(root / ".gui.lock"):
+        if not (target / ".complete").exists():
+            _atomic_build(target, build_default)
+    return target / f"{split}.jsonl"
 
 
 def _seeds(text: str) -> range:

@@ -11,9 +11,10 @@ outcome (+1 / -1).
 Where the browser runs: on the GUI pool at ``GUI_ENV_SERVER_URL`` (or ``GUI_ENV_SERVER_HOST`` /
 ``GUI_ENV_SERVER_PORT``) through :class:`~openclaw_rl.envs.gui.client.RemoteGuiSession`, else in
 this process on a warm-slot pool shared by the process's episodes. Settings: ``GUI_*`` variables
-(:class:`~openclaw_rl.envs.gui.config.GuiConfig`); ``GUI_SLEEP_AFTER_EXECUTION`` (seconds after
-each action, default 0) and ``GUI_WAIT_AFTER_RESET`` (seconds after the reset) as the launch
-scripts' ``--gui-sleep-after-execution`` / ``--gui-wait-after-reset`` set them.
+(:class:`~openclaw_rl.envs.gui.config.GuiConfig`). The pause after each action is the task
+metadata's ``sleep_after_execution`` (gui-rl/generate.py puts ``--gui-sleep-after-execution``
+there), else ``GUI_SLEEP_AFTER_EXECUTION``; the wait after the reset is ``task_config.wait_after_reset``
+(``--gui-wait-after-reset``), else ``GUI_WAIT_AFTER_RESET``.
 """
 
 from __future__ import annotations
@@ -98,7 +99,9 @@ class GuiTextEnv:
         if not isinstance(config, dict) or not config.get("task"):
             raise ValueError(f"gui task {task_key!r}: metadata.task_config with a 'task' is required")
         self.task_key, self.task_config = task_key, dict(config)
-        self.sleep_after = _float_env("GUI_SLEEP_AFTER_EXECUTION") or 0.0
+        sleep = task.get("sleep_after_execution")
+        self.sleep_after = float(sleep) if isinstance(sleep, (int, float)) and sleep >= 0 else \
+            (_float_env("GUI_SLEEP_AFTER_EXECUTION") or 0.0)
         wait = _float_env("GUI_WAIT_AFTER_RESET")
         if wait is not None:
             self.task_config.setdefault("wait_after_reset", wait)

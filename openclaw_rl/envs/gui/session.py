@@ -271,7 +271,8 @@ class GuiSession:
         stem = f"{self.seed}-{self.id}"
         record = {"task": self.task, "seed": self.seed, "instruction": self.instruction, "steps": self.steps,
                   "score": self.evaluate(), "raw_reward": self.raw_reward, "reason": self.reason,
-                  "error": self.error, "actions": self.history, "reset_s": round(self.reset_s, 3)}
+                  "error": self.error, "actions": self.history, "reset_s": round(self.reset_s, 3),
+                  "browser_pid": self.browser.pid}
         (folder / f"{stem}.json").write_text(json.dumps(record, indent=1))
         if self.browser.alive:
             try:
