@@ -19,6 +19,7 @@ there), else ``GUI_SLEEP_AFTER_EXECUTION``; the wait after the reset is ``task_c
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import threading
@@ -67,6 +68,7 @@ def _local_slots():
             warm = int(os.environ.get("GUI_PREWARM_ENVS") or 0)
             _LOCAL["slots"] = BrowserSlots(config, keep_warm=warm)
             _LOCAL["config"] = config
+            atexit.register(_LOCAL["slots"].close_all)  # no browser outlives the process
         return _LOCAL["config"], _LOCAL["slots"]
 
 
