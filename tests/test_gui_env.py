@@ -232,3 +232,45 @@ def test_pool_page_that_never_loads_is_scored_and_recycled(tmp_path):
         assert [p for p in pids if process_group_alive(p)] == []
     finally:
         hang.close()
+
+
+# -- the text agent's environment and the launch script's checks -------------------------------------
+def test_text_env_plays_through_the_computer_tool_and_never_raises_for_bad_calls(monkeypatch):
+    from openclaw_rl.agentic.environment import make_env
+
+    monkeypatch.delenv("GUI_ENV_SERVER_URL", raising=False)
+    monkeypatch.setenv("GUI_OBSERVATION_TYPE", "a11y_tree")
+    env = make_env("gui", "click-button#3", {"task_config": {"task": "click-button", "seed": 3}})
+    try:
+        first = env.reset()
+        assert first["tools"][0]["function"]["name"] == "computer"
+        text = first["observation"]
+        assert text.startswith("Task: Click on the") and "pyautogui.click(x, y)" in text
+        target = quoted(text.splitlines()[0])
+        button = find(rows_of(text), tag="button", text=target)
+        assert "unknown tool call" in env.exec_tool({"name": "shell", "arguments": {}})
+        assert "not valid JSON" in env.exec_tool({"name": "computer", "arguments": "{oops"})
+        assert "Action error: " in env.exec_tool({"name": "computer", "arguments": {"action": "pyautogui.click(9999, 1)"}})
+        done = env.exec_tool({"name": "computer", "arguments": f'{{"action": "pyautogui.click({button["x"]}, {button["y"]})"}}'})
+        assert "The episode is over (score +1)" in done
+        assert "episode is over" in env.exec_tool({"name": "computer", "arguments": {"action": "WAIT"}})
+        assert env.evaluate() == 1.0
+    finally:
+        env.close()
+    pid = env.session.browser.pid
+    assert not process_group_alive(pid)  # no warm slots asked for: the browser is killed on close
+
+
+def test_launch_script_refuses_other_env_types_and_selenium():
+    import subprocess
+    import sys
+
+    from tests.support.ray_head import job_env
+
+    script = os.path.join(os.path.dirname(__file__), "..", "gui-rl", "run_gui_rl.sh")
+    for extra, message in (({"ENV_TYPE": "terminal"}, "ENV_TYPE must be gui"),
+                           ({"SCREENSHOT_BACKEND": "selenium"}, "selenium is not implemented"),
+                           ({"SCREENSHOT_BACKEND": "firefox"}, "must be playwright or selenium")):
+        r = subprocess.run(["bash", script], capture_output=True, text=True, timeout=60,
+                           env={**job_env(1, 1), "TRAIN_JOB_DRY_RUN": "1", "PYTHON": sys.executable, **extra})
+        assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

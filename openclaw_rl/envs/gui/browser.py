@@ -74,14 +74,25 @@ def check_backend(name: str | None) -> str:
 
 
 def process_group_alive(pgid: int) -> bool:
-    """True when any process of process group ``pgid`` still exists (zombies included)."""
+    """True when a process of process group ``pgid`` still runs (zombies, already dead and only
+    waiting for init to reap them, do not count); read from ``/proc``."""
     try:
         os.killpg(pgid, 0)
-        return True
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
 
 
 class _Driver:
