@@ -14,7 +14,7 @@
 # Environment (besides openclaw_rl/launch/train_job.sh's MODEL_PATH, CKPT_SAVE_DIR, ROLLOUT_ARGS,
 # OPTIMIZER_ARGS, LORA_ARGS, TRAIN_GPUS, ROLLOUT_GPUS, PORT, ...):
 #   ENV_TYPE               gui (the only value this script takes)
-#   SCREENSHOT_BACKEND     playwright (default; selenium is refused with one line)
+#   SCREENSHOT_BACKEND     playwright (default) or selenium (the same Chromium through chromedriver)
 #   PARALLEL_ENVS          episodes at once (default 16; CPU: 2)
 #   GUI_ENV_SERVER_URL     a running GUI pool (default: start one on GUI_ENV_SERVER_HOST:GUI_ENV_SERVER_PORT,
 #                          127.0.0.1:18080)
@@ -39,7 +39,7 @@ fi
 export SCREENSHOT_BACKEND=${SCREENSHOT_BACKEND:-playwright}
 case "$SCREENSHOT_BACKEND" in
   playwright) ;;
-  selenium) echo "$LAUNCH_SCRIPT: SCREENSHOT_BACKEND=selenium is not implemented in this build: use SCREENSHOT_BACKEND=playwright" >&2; exit 2 ;;
+  selenium) command -v chromedriver >/dev/null || { echo "$LAUNCH_SCRIPT: SCREENSHOT_BACKEND=selenium needs chromedriver (Debian package chromium-driver); or use SCREENSHOT_BACKEND=playwright" >&2; exit 2; } ;;
   *) echo "$LAUNCH_SCRIPT: SCREENSHOT_BACKEND must be playwright or selenium, got '$SCREENSHOT_BACKEND'" >&2; exit 2 ;;
 esac
 export PARALLEL_ENVS=${PARALLEL_ENVS:-$([ "$CPU_RUN" = 1 ] && echo 2 || echo 16)}

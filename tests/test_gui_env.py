@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import os
+import shutil
 import signal
 import socket
 import struct
@@ -21,10 +22,10 @@ import httpx
 import pytest
 
 from openclaw_rl.envs.gui.actions import ActionError, parse_action
-from openclaw_rl.envs.gui.browser import Browser, BrowserError, check_backend, process_group_alive
+from openclaw_rl.envs.gui.browser import BrowserError, check_backend, process_group_alive
 
-pytestmark = pytest.mark.skipif(not any(os.path.exists(p) for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser")),
-                                reason="Debian chromium not installed (make install)")
+pytestmark = pytest.mark.skipif(not (shutil.which("chromium") and shutil.which("chromedriver")),
+                                reason="Debian chromium / chromium-driver not installed (make install)")
 
 
 def rows_of(text: str) -> list[dict]:
@@ -66,23 +67,27 @@ def test_pyautogui_actions_parse_to_ops_without_running_code(tmp_path):
     assert not marker.exists()
 
 
-def test_selenium_backend_is_one_clear_line():
-    assert check_backend(None) == "playwright"
-    with pytest.raises(BrowserError, match="selenium is not implemented.*use SCREENSHOT_BACKEND=playwright"):
-        check_backend("selenium")
+def test_backend_names():
+    assert check_backend(None) == "playwright" and check_backend("selenium") == "selenium"
+    with pytest.raises(BrowserError, match="must be playwright or selenium"):
+        check_backend("firefox")
 
 
 # -- oracle: MiniWoB's own reward through the real browser ----------------------------------------
-@pytest.fixture(scope="module")
-def session():
+@pytest.fixture(scope="module", params=["playwright", "selenium"])
+def session(request):
+    """One browser of each backend (SCREENSHOT_BACKEND) for the module's episodes."""
+    from openclaw_rl.envs.gui.browser import make_browser
     from openclaw_rl.envs.gui.config import GuiConfig
     from openclaw_rl.envs.gui.session import GuiSession
 
-    browser = Browser(640, 480)
-    s = GuiSession(browser, GuiConfig(observation_type="screenshot_a11y_tree"))
+    browser = make_browser(640, 480, request.param)
+    s = GuiSession(browser, GuiConfig(observation_type="screenshot_a11y_tree", backend=request.param))
     yield s
+    driver = getattr(getattr(browser, "_service", None), "process", None)
     browser.kill()
     assert not process_group_alive(browser.pgid)
+    assert driver is None or driver.poll() is not None  # chromedriver ended too
 
 
 def _solve(session, task: str, seed: int, correct: bool) -> float:
@@ -145,6 +150,9 @@ def test_observation_screenshot_is_a_png_of_the_screen(session):
 
 
 # -- the pool server --------------------------------------------------------------------------------
+BACKENDS = ["playwright", pytest.param("selenium", marks=pytest.mark.slow)]
+
+
 def _serve(tmp_path, *args, env=None):
     from tests.test_pool_server import serve
 
@@ -152,8 +160,10 @@ def _serve(tmp_path, *args, env=None):
                  env={"GUI_OBSERVATION_TYPE": "screenshot_a11y_tree", **(env or {})})
 
 
-def test_pool_api_episode_bad_input_recycle_and_no_leak(tmp_path):
-    with _serve(tmp_path, "--max-envs", "2", "--prewarm-envs", "1") as (url, proc), httpx.Client(timeout=60) as http:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pool_api_episode_bad_input_recycle_and_no_leak(tmp_path, backend):
+    with _serve(tmp_path, "--max-envs", "2", "--prewarm-envs", "1", env={"SCREENSHOT_BACKEND": backend}) as (url, proc), \
+            httpx.Client(timeout=60) as http:
         assert http.get(f"{url}/healthz").json()["ok"] is True
         deadline = time.monotonic() + 30
         while http.get(f"{url}/status").json()["browsers"]["warm"] < 1:
@@ -206,13 +216,14 @@ def test_pool_api_episode_bad_input_recycle_and_no_leak(tmp_path):
     assert [p for p in all_pids if process_group_alive(p)] == []
 
 
-def test_pool_page_that_never_loads_is_scored_and_recycled(tmp_path):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pool_page_that_never_loads_is_scored_and_recycled(tmp_path, backend):
     hang = socket.socket()
     hang.bind(("127.0.0.1", 0))
     hang.listen(8)  # accepts connections, never answers
     base = f"http://127.0.0.1:{hang.getsockname()[1]}/miniwob"
     try:
-        with _serve(tmp_path, "--max-envs", "1", "--page-load-timeout", "2", env={"MINIWOB_BASE_URL": base}) as (url, proc), \
+        with _serve(tmp_path, "--max-envs", "1", "--page-load-timeout", "2", env={"MINIWOB_BASE_URL": base, "SCREENSHOT_BACKEND": backend}) as (url, proc), \
                 httpx.Client(timeout=60) as http:
             lease = http.post(f"{url}/allocate", json={}).json()["lease_id"]
             t0 = time.monotonic()
@@ -261,7 +272,7 @@ def test_text_env_plays_through_the_computer_tool_and_never_raises_for_bad_calls
     assert not process_group_alive(pid)  # no warm slots asked for: the browser is killed on close
 
 
-def test_launch_script_refuses_other_env_types_and_selenium():
+def test_launch_script_refuses_other_env_types_and_backends():
     import subprocess
     import sys
 
@@ -269,7 +280,6 @@ def test_launch_script_refuses_other_env_types_and_selenium():
 
     script = os.path.join(os.path.dirname(__file__), "..", "gui-rl", "run_gui_rl.sh")
     for extra, message in (({"ENV_TYPE": "terminal"}, "ENV_TYPE must be gui"),
-                           ({"SCREENSHOT_BACKEND": "selenium"}, "selenium is not implemented"),
                            ({"SCREENSHOT_BACKEND": "firefox"}, "must be playwright or selenium")):
         r = subprocess.run(["bash", script], capture_output=True, text=True, timeout=60,
                            env={**job_env(1, 1), "TRAIN_JOB_DRY_RUN": "1", "PYTHON": sys.executable, **extra})

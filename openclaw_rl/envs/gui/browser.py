@@ -11,8 +11,10 @@ the whole process (:class:`_Driver`); the synchronous methods here submit corout
 they may be called from any thread (the pool server's worker threads), one browser's calls at a
 time. A dead browser (crashed, killed) surfaces as :class:`BrowserCrashed` on the next call.
 
-``SCREENSHOT_BACKEND=selenium`` is refused with a one-line error (:func:`check_backend`): the
-Playwright path is the implemented one.
+``SCREENSHOT_BACKEND=selenium`` drives the same Chromium through chromedriver instead
+(:mod:`openclaw_rl.envs.gui.selenium_browser`); without the ``selenium`` package or Debian's
+``chromium-driver`` it is refused with one line (:func:`check_backend`). :func:`make_browser`
+builds the configured one.
 """
 
 from __future__ import annotations
@@ -28,12 +30,16 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["Browser", "BrowserCrashed", "BrowserError", "chromium_path", "check_backend", "process_group_alive"]
+__all__ = ["Browser", "BrowserCrashed", "BrowserError", "chromium_path", "check_backend", "make_browser",
+           "process_group_alive"]
 
 CHROMIUM_FLAGS = ("--headless=new", "--no-first-run", "--no-default-browser-check", "--disable-gpu",
                   "--disable-dev-shm-usage", "--disable-extensions", "--disable-background-networking",
                   "--disable-sync", "--mute-audio", "--hide-scrollbars", "--allow-file-access-from-files",
                   "--disable-features=Translate,MediaRouter", "--remote-debugging-address=127.0.0.1")
+
+
+SCROLL_PX = 100  # pixels per pyautogui scroll click
 
 
 class BrowserError(RuntimeError):
@@ -61,15 +67,19 @@ def check_backend(name: str | None) -> str:
     """Validate ``SCREENSHOT_BACKEND`` (default ``playwright``); returns it.
 
     Raises:
-        BrowserError: ``selenium`` (not implemented here; one line saying what to use) or an
-            unknown name.
+        BrowserError: ``selenium`` without the ``selenium`` package or ``chromedriver`` (Debian's
+            ``chromium-driver``), one line saying what is missing; an unknown name.
     """
     name = (name or "playwright").strip().lower()
     if name == "playwright":
         return name
     if name == "selenium":
-        raise BrowserError("SCREENSHOT_BACKEND=selenium is not implemented in this build: use "
-                           "SCREENSHOT_BACKEND=playwright (same pages, same Chromium)")
+        from openclaw_rl.envs.gui.selenium_browser import selenium_missing
+
+        missing = selenium_missing()
+        if missing:
+            raise BrowserError(f"SCREENSHOT_BACKEND=selenium needs {missing}; or use SCREENSHOT_BACKEND=playwright")
+        return name
     raise BrowserError(f"SCREENSHOT_BACKEND must be playwright or selenium, got {name!r}")
 
 
@@ -158,11 +168,9 @@ class Browser:
         self.proc = subprocess.Popen([*args, "about:blank"], stdout=subprocess.DEVNULL, stderr=self._log,
                                      stdin=subprocess.DEVNULL, start_new_session=True)
         self.pid = self.pgid = self.proc.pid
-        self._browser = self._page = None
+        self._browser = self._page = self._wd = None
         try:
-            ws = self._devtools_url(log_path, launch_timeout)
-            self._driver = _Driver.get()
-            self._browser, self._page = self._driver.run(self._attach(ws), launch_timeout)
+            self._connect(self._devtools_url(log_path, launch_timeout), launch_timeout)
         except BaseException as exc:
             self.kill()
             if isinstance(exc, BrowserError):
@@ -184,6 +192,22 @@ class Browser:
             time.sleep(0.02)
         raise BrowserError(f"Chromium printed no DevTools address within {timeout:g} s")
 
+    # -- the driver connection (the Selenium backend overrides these three) --------------------
+    def _connect(self, ws: str, timeout: float) -> None:
+        self._driver = _Driver.get()
+        self._browser, self._page = self._driver.run(self._attach(ws), timeout)
+
+    def _connected(self) -> bool:
+        return self._browser is not None and self._browser.is_connected()
+
+    def _disconnect(self) -> None:
+        browser, self._browser = self._browser, None
+        if browser is not None:
+            try:
+                self._driver.run(browser.close(), 5)
+            except Exception:
+                pass
+
     async def _attach(self, ws: str):
         browser = await self._driver.pw.chromium.connect_over_cdp(ws)
         context = browser.contexts[0] if browser.contexts else await browser.new_context()
@@ -195,7 +219,7 @@ class Browser:
     @property
     def alive(self) -> bool:
         """The process runs and Playwright is still connected."""
-        return (self.proc.poll() is None and self._browser is not None and self._browser.is_connected())
+        return self.proc.poll() is None and self._connected()
 
     def call(self, fn, timeout: float | None = None) -> Any:
         """Run ``await fn(page)`` on the driver loop (``fn``: an async function of the page).
@@ -253,18 +277,56 @@ class Browser:
         """A PNG of the viewport (``width`` x ``height``)."""
         return self.call(lambda page: page.screenshot(type="png"))
 
+    def perform(self, op) -> None:
+        """Run one input operation (:class:`openclaw_rl.envs.gui.actions.Op`, not ``sleep``) with
+        Playwright's mouse and keyboard (a point is already checked to be on the screen).
+
+        Raises:
+            BrowserCrashed, BrowserError: as :meth:`call`.
+        """
+        async def run(page):
+            mouse, kb = page.mouse, page.keyboard
+            if op.x is not None and op.kind != "drag":
+                await mouse.move(op.x, op.y)
+            if op.kind == "click" and op.x is not None:
+                await mouse.click(op.x, op.y, button=op.button, click_count=op.clicks)
+            elif op.kind == "click":  # at the current pointer
+                for n in range(1, op.clicks + 1):
+                    await mouse.down(button=op.button, click_count=n)
+                    await mouse.up(button=op.button, click_count=n)
+            elif op.kind == "drag":
+                await mouse.down(button=op.button)
+                await mouse.move(op.x, op.y, steps=8)
+                await mouse.up(button=op.button)
+            elif op.kind == "mouse_down":
+                await mouse.down(button=op.button)
+            elif op.kind == "mouse_up":
+                await mouse.up(button=op.button)
+            elif op.kind == "type":
+                await kb.type(op.text)
+            elif op.kind == "press":
+                for _ in range(op.clicks):
+                    for key in op.keys:
+                        await kb.press(key)
+            elif op.kind == "hotkey":
+                for key in op.keys:
+                    await kb.down(key)
+                for key in reversed(op.keys):
+                    await kb.up(key)
+            elif op.kind in ("key_down", "key_up"):
+                await (kb.down if op.kind == "key_down" else kb.up)(op.keys[0])
+            elif op.kind == "scroll":
+                await mouse.wheel(0, -op.amount * SCROLL_PX)
+
+        self.call(run)
+
     def blank(self) -> None:
         """Go to ``about:blank`` (a recycled slot starts clean)."""
         self.call(lambda page: page.goto("about:blank"), 10)
 
     def kill(self) -> None:
         """Kill the browser's whole process group and remove its profile (idempotent, never raises)."""
-        browser, self._browser = self._browser, None
-        if browser is not None:
-            try:
-                self._driver.run(browser.close(), 5)
-            except Exception:
-                pass
+        self._disconnect()
         try:
             os.killpg(self.pgid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -281,3 +343,16 @@ class Browser:
         except OSError:
             pass
         shutil.rmtree(self.user_dir, ignore_errors=True)
+
+
+def make_browser(width: int, height: int, backend: str = "playwright") -> Browser:
+    """A started browser of ``backend`` (``playwright`` or ``selenium``).
+
+    Raises:
+        BrowserError: it did not start, or the backend is unusable.
+    """
+    if check_backend(backend) == "selenium":
+        from openclaw_rl.envs.gui.selenium_browser import SeleniumBrowser
+
+        return SeleniumBrowser(width, height)
+    return Browser(width, height)

@@ -7,7 +7,7 @@
                                    coordinates) or ``screenshot_a11y_tree`` (both; default)
 ``GUI_ACTION_SPACE``               ``pyautogui`` (the only one)
 ``GUI_MAX_STEPS``                  actions per episode before it ends unfinished (default 15)
-``SCREENSHOT_BACKEND``             ``playwright`` (``selenium`` is refused with one line)
+``SCREENSHOT_BACKEND``             ``playwright`` (default) or ``selenium`` (chromedriver)
 ``GUI_RESULT_DIR``                 when set, every finished episode writes ``<task>/<seed>-<id>.json``
                                    (actions, rewards, score) and its last screenshot there
 ==============================  =============================================================
@@ -45,7 +45,7 @@ class GuiConfig:
         observation_type: one of :data:`OBSERVATION_TYPES`.
         action_space: ``pyautogui``.
         max_steps: actions per episode.
-        backend: ``playwright``.
+        backend: ``playwright`` or ``selenium``.
         result_dir: where finished episodes are written (None: nowhere).
         page_load_timeout_s: seconds a page may take to load before the episode ends with an error.
         wait_after_reset_s: seconds to wait after a reset before the first observation.

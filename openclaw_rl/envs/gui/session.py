@@ -35,7 +35,6 @@ from openclaw_rl.envs.gui.dom_text import DOM_ELEMENTS_JS, render_elements
 
 __all__ = ["GuiSession", "TaskConfigError"]
 
-SCROLL_PX = 100  # pixels per pyautogui scroll click
 MAX_SLEEP_AFTER = 10.0
 
 
@@ -174,43 +173,10 @@ class GuiSession:
                               f"x in 0-{self.config.width - 1}, y in 0-{self.config.height - 1})")
 
     def _run_op(self, op: Op) -> None:
-        async def run(page):
-            mouse, kb = page.mouse, page.keyboard
-            if op.x is not None and op.kind != "drag":
-                await mouse.move(op.x, op.y)
-            if op.kind == "click":
-                await mouse.click(op.x, op.y, button=op.button, click_count=op.clicks) if op.x is not None \
-                    else await mouse.down(button=op.button, click_count=op.clicks)
-                if op.x is None:
-                    await mouse.up(button=op.button, click_count=op.clicks)
-            elif op.kind == "drag":
-                await mouse.down(button=op.button)
-                await mouse.move(op.x, op.y, steps=8)
-                await mouse.up(button=op.button)
-            elif op.kind == "mouse_down":
-                await mouse.down(button=op.button)
-            elif op.kind == "mouse_up":
-                await mouse.up(button=op.button)
-            elif op.kind == "type":
-                await kb.type(op.text)
-            elif op.kind == "press":
-                for _ in range(op.clicks):
-                    for key in op.keys:
-                        await kb.press(key)
-            elif op.kind == "hotkey":
-                for key in op.keys:
-                    await kb.down(key)
-                for key in reversed(op.keys):
-                    await kb.up(key)
-            elif op.kind in ("key_down", "key_up"):
-                await (kb.down if op.kind == "key_down" else kb.up)(op.keys[0])
-            elif op.kind == "scroll":
-                await mouse.wheel(0, -op.amount * SCROLL_PX)
-
         if op.kind == "sleep":
             time.sleep(op.amount)
         elif op.kind != "move" or op.x is not None:
-            self.browser.call(run)
+            self.browser.perform(op)
 
     def step(self, action: Any, sleep_after_execution: float = 0.0) -> tuple[dict, float, bool, dict]:
         """Run one action (module docstring); returns ``(observation, reward, done, info)``."""

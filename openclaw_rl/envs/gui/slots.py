@@ -15,7 +15,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from openclaw_rl.envs.gui.browser import Browser, BrowserError
+from openclaw_rl.envs.gui.browser import Browser, BrowserError, make_browser
 from openclaw_rl.envs.gui.config import GuiConfig
 
 __all__ = ["BrowserSlots"]
@@ -47,7 +47,7 @@ class BrowserSlots:
         self.launch_s: list[float] = []
 
     def _launch(self) -> Browser:
-        browser = Browser(self.config.width, self.config.height)
+        browser = make_browser(self.config.width, self.config.height, self.config.backend)
         with self._lock:
             self._live[browser.pid] = browser
             self.started += 1
