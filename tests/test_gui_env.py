@@ -284,3 +284,34 @@ def test_launch_script_refuses_other_env_types_and_backends():
         r = subprocess.run(["bash", script], capture_output=True, text=True, timeout=60,
                            env={**job_env(1, 1), "TRAIN_JOB_DRY_RUN": "1", "PYTHON": sys.executable, **extra})
         assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_step_prm_sees_the_instruction_the_action_history_and_the_next_observation(monkeypatch):
+    """The step PRM's input for a GUI episode, built as gui-rl/generate.py builds it (task = the
+    first observation, each step = the computer call and what the screen showed next), and the
+    deterministic rule judge's verdicts on it: the off-screen click -1, the right click +1."""
+    import asyncio
+    import json
+
+    from openclaw_rl.agentic.environment import make_env
+    from openclaw_rl.agentic.step_prm import ObservationRuleJudge, Step, StepPRM, build_step_messages
+
+    monkeypatch.delenv("GUI_ENV_SERVER_URL", raising=False)
+    monkeypatch.setenv("GUI_OBSERVATION_TYPE", "a11y_tree")
+    env = make_env("gui", "click-button#7", {"task_config": {"task": "click-button", "seed": 7}})
+    try:
+        task = env.reset()["observation"]
+        button = find(rows_of(task), tag="button", text=quoted(task.splitlines()[0]))
+        calls = [{"name": "computer", "arguments": {"action": "pyautogui.click(9999, 5)"}},
+                 {"name": "computer", "arguments": {"action": f"pyautogui.click({button['x']}, {button['y']})"}}]
+        steps = [Step(action=json.dumps(c), observation=env.exec_tool(c)) for c in calls]
+    finally:
+        env.close()
+    user = build_step_messages(task, steps, 1)[1]["content"]
+    assert quoted(task.splitlines()[0]) in user.split("Earlier steps:")[0]         # the instruction
+    history, current = user.split("Earlier steps:")[1].split("Current step (2):")
+    assert "pyautogui.click(9999, 5)" in history and "outside the screen" in history  # the action history
+    assert f"pyautogui.click({button['x']}, {button['y']})" in current
+    assert "The episode is over (score +1)" in current                              # the next observation
+    scores = asyncio.run(StepPRM(ObservationRuleJudge(), m=1).score_steps(task, steps))
+    assert [s.score for s in scores] == [-1.0, 1.0]
