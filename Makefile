@@ -27,8 +27,12 @@ install: $(STAMP)
 # inspect-evals (AgentBench OS tasks for terminal-rl) is only downloaded: openclaw_rl.envs.terminal
 # converts the wheel into $OPENCLAW_RL_CACHE on first use.
 # bubblewrap (Debian package) runs Track-2 commands in a sandbox (openclaw_rl/agentic/sandbox.py).
+# chromium (Debian package) is gui-rl's headless browser, driven by Playwright over CDP (no
+# Playwright browser download) or by Selenium through chromium-driver (SCREENSHOT_BACKEND=selenium);
+# the MiniWoB++ pages come from the miniwob package.
 $(STAMP): requirements.txt pyproject.toml Makefile
 	@command -v bwrap >/dev/null || (apt-get update -qq && apt-get install -y -qq bubblewrap) >/dev/null
+	@command -v chromedriver >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver) >/dev/null
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0

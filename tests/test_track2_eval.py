@@ -1,4 +1,4 @@
-"""``openclaw-rl eval --eval-tasks math-tool`` / ``terminal``: held-out agent episodes through the evaluation
+"""``openclaw-rl eval --eval-tasks math-tool`` / ``terminal`` / ``gui``: held-out agent episodes through the evaluation
 harness (real server, real sandbox, real scoring), recorded as side turns, with the same result
 file and interval as the other tasks. What the random tiny model answers is not asserted."""
 
@@ -20,6 +20,7 @@ pytestmark = pytest.mark.skipif(not sandbox_available()[0], reason=f"no sandbox:
 @pytest.mark.parametrize("task,id_prefix,scores", [
     ("math-tool", "gsm8k/", None),                  # the math reward: 1, or upstream's shaped -1.1 .. -0.6
     ("terminal", "agentbench-os-dev-", {-1.0, 1.0}),  # the task checks' 2*acc - 1
+    ("gui", "circle-center#", {-1.0, 1.0}),          # MiniWoB's own reward (the first held-out page)
 ])
 def test_agent_eval_runs_held_out_episodes(tiny_server, tmp_path, task, id_prefix, scores):
     args = [sys.executable, "-m", "openclaw_rl.cli", "eval", "--server-url", tiny_server.base_url, "--api-key",
@@ -40,4 +41,5 @@ def test_agent_eval_runs_held_out_episodes(tiny_server, tmp_path, task, id_prefi
 
 
 def test_agent_tasks_are_named_but_not_default():
-    assert {"math-tool", "terminal"} <= set(TASK_NAMES) and not {"math-tool", "terminal"} & set(DEFAULT_TASKS)
+    agents = {"math-tool", "terminal", "gui"}
+    assert agents <= set(TASK_NAMES) and not agents & set(DEFAULT_TASKS)

@@ -9,6 +9,9 @@ family          env_type      data (generated once into ``$OPENCLAW_RL_CACHE/dat
 ``terminal``    ``terminal``  AgentBench OS tasks converted to task folders (its own cache,
                               :mod:`openclaw_rl.envs.terminal.data`); train: AgentBench's test
                               tasks, held out: its dev tasks
+``gui``         ``gui``       MiniWoB++ pages x seeds (its own cache, :mod:`openclaw_rl.envs.gui.data`;
+                              ``GUI_TRAIN_META_PATH`` / ``GUI_EVAL_META_PATH`` name other pages);
+                              pages split by base task, train and eval disjoint
 ==============  ============  ====================================================================
 
 A family built here writes ``train.jsonl`` and ``eval.jsonl`` (``{"prompt", "label",
@@ -95,6 +98,9 @@ FAMILIES: dict[str, Family] = {
                         None, 16, max_turns_fn="openclaw_rl.envs.math_tool.tools_config:max_turns"),
     "terminal": Family("terminal", "terminal", "", "1", "MAX_STEPS", 20,
                        dataset_fn="openclaw_rl.envs.terminal.data:dataset_path", eval_split="heldout"),
+    "gui": Family("gui", "gui", "", "1", "GUI_MAX_STEPS", 15,
+                  system_prompt="openclaw_rl.envs.gui.prompts:SYSTEM_PROMPT",
+                  dataset_fn="openclaw_rl.envs.gui.data:dataset_path"),
 }
 _ALIASES = {"math_tool": "math-tool", "toolcall": "math-tool"}
 

@@ -187,6 +187,11 @@ _train_job_cleanup() {
   fi
   local p
   for p in $HELPER_PIDS; do kill -TERM "$p" 2>/dev/null || true; done
+  # wait (up to 30 s) for the helpers to finish their own cleanup (a GUI pool kills its browsers)
+  local helper_wait=0
+  for p in $HELPER_PIDS; do
+    while kill -0 "$p" 2>/dev/null && [ "$helper_wait" -lt 300 ]; do sleep 0.1; helper_wait=$((helper_wait + 1)); done
+  done
   if [ -n "$STARTED_RAY_HEAD_PID" ] && kill -0 "$STARTED_RAY_HEAD_PID" 2>/dev/null; then
     echo "$LAUNCH_SCRIPT: stopping the Ray head it started (pid $STARTED_RAY_HEAD_PID)" >&2
     kill -TERM "$STARTED_RAY_HEAD_PID" 2>/dev/null

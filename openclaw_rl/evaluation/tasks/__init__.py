@@ -1,5 +1,6 @@
 """Evaluation tasks: ``conversation`` (simulated users), ``coding`` (HumanEval), ``tool-use`` (BFCL),
-and the Track 2 agent families ``math-tool`` (ReTool-style math) and ``terminal`` (AgentBench OS)."""
+and the Track 2 agent families ``math-tool`` (ReTool-style math), ``terminal`` (AgentBench OS) and
+``gui`` (MiniWoB++ web tasks)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def make_task(name: str, **options) -> Task:
 
 
 #: the Track 2 agent families' held-out episodes (:mod:`openclaw_rl.evaluation.tasks.agentic`)
-AGENT_TASKS = ("math-tool", "terminal")
+AGENT_TASKS = ("math-tool", "terminal", "gui")
 #: what ``--eval-tasks`` runs when not given (the agent tasks need the sandbox: name them)
 DEFAULT_TASKS = ("conversation", "coding", "tool-use")
 TASK_NAMES = DEFAULT_TASKS + AGENT_TASKS

@@ -1,0 +1,49 @@
+"""gui-rl's plugins (upstream names): ``generate`` (``--custom-generate-function-path``) and
+``reward_func`` (``--custom-rm-path``, with ``--reward-key score``).
+
+``generate`` runs one MiniWoB++ episode per sample: the text policy plays from the a11y-tree text
+observation (the page's visible elements with their coordinates) and acts with the ``computer``
+tool (a pyautogui command per call), at most ``--gui-max-steps`` actions; every step goes through
+the intercept server (:func:`openclaw_rl.agentic.generate.generate_agent`), so the trained ids and
+logprobs are the sampled ones. The browser runs on the GUI pool at ``GUI_ENV_SERVER_URL`` (the
+launch script starts one) or in the job. ``--gui-sleep-after-execution`` and
+``--gui-wait-after-reset`` reach the environment through the sample's metadata. With
+``--prm-enable`` the step PRM judges each step from the instruction (the first observation), the
+history of actions and observations and the step's next observation.
+
+``reward_func`` returns MiniWoB's outcome ``{"score": +1 | -1, "acc": 1 | 0}`` (an episode that
+could not be scored gets -1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openclaw_rl.agentic.families import family
+from openclaw_rl.agentic.generate import generate_agent
+from slime.sample import Sample
+
+
+def _flag(args: Any, name: str, default):
+    value = getattr(args, name, None)
+    return default if value is None else value
+
+
+async def generate(args: Any, sample: Sample, sampling_params: dict) -> list[Sample]:
+    """One GUI episode for ``sample`` (its metadata names the page and seed); returns its samples."""
+    fam = family("gui")
+    meta = dict(sample.metadata)
+    config = dict(meta.get("task_config") or {})
+    config.setdefault("wait_after_reset", float(_flag(args, "gui_wait_after_reset", 0.0)))
+    meta["task_config"] = config
+    meta["sleep_after_execution"] = float(_flag(args, "gui_sleep_after_execution", 0.0))
+    sample.metadata = meta
+    return await generate_agent(args, sample, sampling_params, max_turns=int(_flag(args, "gui_max_steps", fam.max_turns())),
+                                system_prompt=fam.system())
+
+
+async def reward_func(args: Any, sample: Sample) -> dict:
+    """``{"score": +1 | -1, "acc": 1 | 0}`` from the environment's score."""
+    score = sample.metadata.get("env_score")
+    score = -1.0 if score is None else float(score)
+    return {"score": score, "acc": 1.0 if score > 0 else 0.0}

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# gui-rl: MiniWoB++ web tasks in headless Chromium driven by Playwright (Track 2).
+#
+#   ENV_TYPE=gui SCREENSHOT_BACKEND=playwright PARALLEL_ENVS=16 bash gui-rl/run_gui_rl.sh
+#
+# The script starts the GUI environment pool (python -m openclaw_rl.envs.gui.pool_server, one
+# headless Chromium per slot, prewarmed) unless GUI_ENV_SERVER_URL names a running one, waits for
+# it, and submits the training job. Each episode leases a browser, loads a MiniWoB++ page with a
+# seed, and the policy acts with pyautogui commands (the computer tool) from the text observation
+# (the page's elements with coordinates); MiniWoB's own reward scores it (+1 success, -1 not),
+# plus the step PRM with PRM_ENABLE=1 (gui_qwen3vl_8b_prm_rl.sh). Every step goes through the
+# intercept server, so the trained ids and logprobs are the sampled ones.
+#
+# Environment (besides openclaw_rl/launch/train_job.sh's MODEL_PATH, CKPT_SAVE_DIR, ROLLOUT_ARGS,
+# OPTIMIZER_ARGS, LORA_ARGS, TRAIN_GPUS, ROLLOUT_GPUS, PORT, ...):
+#   ENV_TYPE               gui (the only value this script takes)
+#   SCREENSHOT_BACKEND     playwright (default) or selenium (the same Chromium through chromedriver)
+#   PARALLEL_ENVS          episodes at once (default 16; CPU: 2)
+#   GUI_ENV_SERVER_URL     a running GUI pool (default: start one on GUI_ENV_SERVER_HOST:GUI_ENV_SERVER_PORT,
+#                          127.0.0.1:18080)
+#   GUI_POOL_MAX_ENVS      browsers in the started pool (default PARALLEL_ENVS)
+#   GUI_PREWARM_ENVS       browsers started before the first episode (default GUI_POOL_MAX_ENVS)
+#   GUI_MAX_STEPS          actions per episode (default 15; CPU: 3) = --gui-max-steps
+#   GUI_ACTION_SPACE       pyautogui
+#   GUI_OBSERVATION_TYPE   a11y_tree (default: the text policy), screenshot, screenshot_a11y_tree
+#   GUI_SCREEN_WIDTH/HEIGHT  the browser screen (default 640 x 480)
+#   GUI_TRAIN_META_PATH    {"miniwob": [pages]} to train on (default: the train split, 102 pages x 10 seeds)
+#   GUI_RESULT_DIR         per-episode results (default outputs/gui-rl/results)
+#   NUM_ROLLOUT            training steps (default 3 on CPU with the embedded model, else 1000)
+#   PRM_ENABLE, PRM_MODEL_PATH, PRM_M, PRM_STEP_COEF   the step PRM
+set -e
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../openclaw_rl/launch/train_job.sh"
+source "$REPO_DIR/openclaw_rl/launch/agent_job.sh"
+
+ENV_TYPE=${ENV_TYPE:-gui}
+if [ "$ENV_TYPE" != gui ]; then
+  echo "$LAUNCH_SCRIPT: ENV_TYPE must be gui for this script, got '$ENV_TYPE'" >&2; exit 2
+fi
+export SCREENSHOT_BACKEND=${SCREENSHOT_BACKEND:-playwright}
+case "$SCREENSHOT_BACKEND" in
+  playwright) ;;
+  selenium) command -v chromedriver >/dev/null || { echo "$LAUNCH_SCRIPT: SCREENSHOT_BACKEND=selenium needs chromedriver (Debian package chromium-driver); or use SCREENSHOT_BACKEND=playwright" >&2; exit 2; } ;;
+  *) echo "$LAUNCH_SCRIPT: SCREENSHOT_BACKEND must be playwright or selenium, got '$SCREENSHOT_BACKEND'" >&2; exit 2 ;;
+esac
+export PARALLEL_ENVS=${PARALLEL_ENVS:-$([ "$CPU_RUN" = 1 ] && echo 2 || echo 16)}
+export GUI_MAX_STEPS=${GUI_MAX_STEPS:-$([ "$CPU_RUN" = 1 ] && echo 3 || echo 15)}
+export GUI_POOL_MAX_ENVS=${GUI_POOL_MAX_ENVS:-$PARALLEL_ENVS}
+export GUI_PREWARM_ENVS=${GUI_PREWARM_ENVS:-$GUI_POOL_MAX_ENVS}
+export GUI_ACTION_SPACE=${GUI_ACTION_SPACE:-pyautogui}
+export GUI_OBSERVATION_TYPE=${GUI_OBSERVATION_TYPE:-a11y_tree}
+export GUI_SCREEN_WIDTH=${GUI_SCREEN_WIDTH:-640} GUI_SCREEN_HEIGHT=${GUI_SCREEN_HEIGHT:-480}
+export GUI_RESULT_DIR=$(abs_path "${GUI_RESULT_DIR:-$REPO_DIR/outputs/gui-rl/results}")
+GUI_SLEEP_AFTER_EXECUTION=${GUI_SLEEP_AFTER_EXECUTION:-0}
+GUI_WAIT_AFTER_RESET=${GUI_WAIT_AFTER_RESET:-0}
+case "$PARALLEL_ENVS$GUI_MAX_STEPS$GUI_POOL_MAX_ENVS$GUI_PREWARM_ENVS" in
+  *[!0-9]*) echo "$LAUNCH_SCRIPT: PARALLEL_ENVS, GUI_MAX_STEPS, GUI_POOL_MAX_ENVS, GUI_PREWARM_ENVS must be integers" >&2; exit 2 ;;
+esac
+if [ -z "$PROMPT_DATA" ]; then   # the train split, or the pages GUI_TRAIN_META_PATH names
+  [ -n "$GUI_TRAIN_META_PATH" ] && export GUI_TRAIN_META_PATH=$(abs_path "$GUI_TRAIN_META_PATH")
+  PROMPT_DATA=$(cd "$REPO_DIR" && "$PYTHON" -m openclaw_rl.agentic.families train gui) || exit 2
+fi
+PROMPT_DATA=$(abs_path "$PROMPT_DATA")
+[ -f "$PROMPT_DATA" ] || { echo "$LAUNCH_SCRIPT: PROMPT_DATA $PROMPT_DATA: no such file" >&2; exit 2; }
+NUM_ROLLOUT=${NUM_ROLLOUT:-$([ "$CPU_RUN" = 1 ] && echo 3 || echo 1000)}
+
+if [ -z "$GUI_ENV_SERVER_URL" ] && [ -z "$TRAIN_JOB_DRY_RUN" ]; then
+  GUI_ENV_SERVER_HOST=${GUI_ENV_SERVER_HOST:-127.0.0.1}
+  GUI_ENV_SERVER_PORT=${GUI_ENV_SERVER_PORT:-18080}
+  mkdir -p "$LOG_DIR"
+  (cd "$REPO_DIR" && exec "$PYTHON" -m openclaw_rl.envs.gui.pool_server --host "$GUI_ENV_SERVER_HOST" \
+    --port "$GUI_ENV_SERVER_PORT" --max-envs "$GUI_POOL_MAX_ENVS" --prewarm-envs "$GUI_PREWARM_ENVS" \
+    --max-steps "$GUI_MAX_STEPS" --wait-after-reset "$GUI_WAIT_AFTER_RESET") >"$LOG_DIR/gui-pool.log" 2>&1 &
+  GUI_POOL_PID=$!
+  HELPER_PIDS="$HELPER_PIDS $GUI_POOL_PID"
+  trap _train_job_cleanup EXIT
+  export GUI_ENV_SERVER_URL="http://$GUI_ENV_SERVER_HOST:$GUI_ENV_SERVER_PORT"
+  "$PYTHON" - "$GUI_ENV_SERVER_URL" "$GUI_POOL_PID" "$GUI_PREWARM_ENVS" <<'PY' || { tail -n 5 "$LOG_DIR/gui-pool.log" >&2; exit 2; }
+import json, os, sys, time, urllib.request
+url, pid, want = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+deadline = time.time() + 180
+while time.time() < deadline:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        sys.exit("the GUI pool server exited")
+    try:
+        with urllib.request.urlopen(f"{url}/status", timeout=2) as r:
+            status = json.load(r)
+        if status["browsers"]["warm"] >= want or status["browsers"]["warming"] == 0 and status["browsers"]["started"] >= want:
+            sys.exit(0)
+    except OSError:
+        pass
+    time.sleep(0.5)
+sys.exit("the GUI pool did not warm up within 180 s")
+PY
+  echo "$LAUNCH_SCRIPT: GUI pool on $GUI_ENV_SERVER_URL (pid $GUI_POOL_PID, $GUI_PREWARM_ENVS browsers warm)"
+fi
+export SLIME_JOB_ENV="$SLIME_JOB_ENV GUI_ENV_SERVER_URL GUI_OBSERVATION_TYPE GUI_SCREEN_WIDTH GUI_SCREEN_HEIGHT GUI_MAX_STEPS GUI_ACTION_SPACE GUI_RESULT_DIR SCREENSHOT_BACKEND POOL_API_KEY"
+echo "$LAUNCH_SCRIPT: PROMPT_DATA=$PROMPT_DATA GUI_MAX_STEPS=$GUI_MAX_STEPS PARALLEL_ENVS=$PARALLEL_ENVS GUI_OBSERVATION_TYPE=$GUI_OBSERVATION_TYPE"
+
+GUI_FLAGS="--gui-max-steps $GUI_MAX_STEPS --gui-sleep-after-execution $GUI_SLEEP_AFTER_EXECUTION --gui-wait-after-reset $GUI_WAIT_AFTER_RESET --gui-max-image-history-length ${GUI_MAX_IMAGE_HISTORY_LENGTH:-3}"
+agent_job_defaults generate.py \
+  "--rollout-batch-size 8 --n-samples-per-prompt 8 --rollout-max-response-len 1024 --rollout-max-context-len 32768 --rollout-temperature 1.0" \
+  "--rollout-batch-size 2 --n-samples-per-prompt 2 --rollout-max-response-len 96 --rollout-max-context-len 4096 --rollout-temperature 1.0"
+METHOD_ARGS="$METHOD_ARGS $GUI_FLAGS"
+submit_train_job "$@"

@@ -1,0 +1,165 @@
+"""The GUI environment for the text agent: the agent loop's Environment protocol over a GUI
+episode, registered as env type ``gui`` (``openclaw_rl.envs.gui.env:make_env``).
+
+The embedded text model plays from the a11y-tree text observation: :meth:`GuiTextEnv.reset`
+gives the instruction, the action space and the screen's elements with their coordinates, and one
+tool, ``computer(action)``, whose ``action`` is a pyautogui command (``pyautogui.click(68,
+106)``) or ``WAIT`` / ``DONE`` / ``FAIL``; each call steps the episode and returns the new elements
+(and any action error). A reply without a tool call ends the episode; ``evaluate`` is MiniWoB's
+outcome (+1 / -1).
+
+Where the browser runs: on the GUI pool at ``GUI_ENV_SERVER_URL`` (or ``GUI_ENV_SERVER_HOST`` /
+``GUI_ENV_SERVER_PORT``) through :class:`~openclaw_rl.envs.gui.client.RemoteGuiSession`, else in
+this process on a warm-slot pool shared by the process's episodes. Settings: ``GUI_*`` variables
+(:class:`~openclaw_rl.envs.gui.config.GuiConfig`). The pause after each action is the task
+metadata's ``sleep_after_execution`` (gui-rl/generate.py puts ``--gui-sleep-after-execution``
+there), else ``GUI_SLEEP_AFTER_EXECUTION``; the wait after the reset is ``task_config.wait_after_reset``
+(``--gui-wait-after-reset``), else ``GUI_WAIT_AFTER_RESET``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import threading
+from typing import Any
+
+from openclaw_rl.envs.gui.actions import ACTION_SPACE_HELP
+
+__all__ = ["COMPUTER_TOOL", "GuiTextEnv", "make_env", "observation_text"]
+
+COMPUTER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "computer",
+        "description": "Act on the screen. " + ACTION_SPACE_HELP,
+        "parameters": {"type": "object",
+                       "properties": {"action": {"type": "string",
+                                                 "description": "one pyautogui command, or WAIT, DONE or FAIL"}},
+                       "required": ["action"]},
+    },
+}
+
+_LOCAL: dict[str, Any] = {}
+_LOCK = threading.Lock()
+
+
+def _float_env(name: str) -> float | None:
+    raw = (os.environ.get(name) or "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if value < 0:
+        raise ValueError(f"{name} must be a number >= 0, got {raw!r}")
+    return value
+
+
+def _local_slots():
+    from openclaw_rl.envs.gui.config import GuiConfig
+    from openclaw_rl.envs.gui.slots import BrowserSlots
+
+    with _LOCK:
+        if "slots" not in _LOCAL:
+            config = GuiConfig.from_env()
+            warm = int(os.environ.get("GUI_PREWARM_ENVS") or 0)
+            _LOCAL["slots"] = BrowserSlots(config, keep_warm=warm)
+            _LOCAL["config"] = config
+            atexit.register(_LOCAL["slots"].close_all)  # no browser outlives the process
+        return _LOCAL["config"], _LOCAL["slots"]
+
+
+def observation_text(obs: dict, info: dict | None = None, *, reward: float | None = None,
+                     done: bool = False) -> str:
+    """The text the model sees for one observation: the action error or episode error, the
+    episode's end and score when it ended, then the element table."""
+    info = info or {}
+    lines = []
+    if info.get("action_error"):
+        lines.append(f"Action error: {info['action_error']}")
+    if done:
+        lines.append(f"The episode is over (score {reward:+g})." if reward is not None else "The episode is over.")
+    text = (obs or {}).get("text") or ""
+    lines.append(text if text else "(no text observation: GUI_OBSERVATION_TYPE has no a11y_tree)")
+    return "\n".join(lines)
+
+
+class GuiTextEnv:
+    """One GUI episode behind the Environment protocol (module docstring).
+
+    Args:
+        task_key: the task's key (``click-button#3``).
+        task: the dataset row's metadata; ``task["task_config"]`` is the pool's task config
+            (``{"task": "click-button", "seed": 3}``).
+    """
+
+    def __init__(self, task_key: str, task: dict):
+        config = task.get("task_config") or {}
+        if not isinstance(config, dict) or not config.get("task"):
+            raise ValueError(f"gui task {task_key!r}: metadata.task_config with a 'task' is required")
+        self.task_key, self.task_config = task_key, dict(config)
+        sleep = task.get("sleep_after_execution")
+        self.sleep_after = float(sleep) if isinstance(sleep, (int, float)) and sleep >= 0 else \
+            (_float_env("GUI_SLEEP_AFTER_EXECUTION") or 0.0)
+        wait = _float_env("GUI_WAIT_AFTER_RESET")
+        if wait is not None:
+            self.task_config.setdefault("wait_after_reset", wait)
+        self.session = None
+        self.done, self.last_reward = False, None
+
+    def _open(self):
+        from openclaw_rl.envs.gui.client import RemoteGuiSession, server_url
+
+        url = server_url()
+        if url:
+            return RemoteGuiSession(url)
+        from openclaw_rl.envs.gui.session import GuiSession
+
+        config, slots = _local_slots()
+        return GuiSession(slots.acquire(), config, slots.release)
+
+    def reset(self) -> dict:
+        """Start the episode: ``{"observation": instruction + action space + elements, "tools": [computer]}``."""
+        if self.session is None:
+            self.session = self._open()
+        first = self.session.reset(self.task_config)
+        obs, info = first["observation"], first.get("info") or {}
+        self.done = bool(info.get("error"))
+        text = (f"Task: {obs.get('instruction') or info.get('instruction') or '(no instruction)'}\n"
+                f"The screen is a web page; its visible elements, with the center (x,y) to click, are listed "
+                f"below. Call the computer tool with one action per step. {ACTION_SPACE_HELP}\n\n"
+                + observation_text(obs, info, done=self.done))
+        return {"observation": text, "tools": [COMPUTER_TOOL]}
+
+    def exec_tool(self, tool_call: dict) -> str:
+        """Run ``computer(action)``; returns the observation text (never raises for bad model output)."""
+        if self.done:
+            return "The episode is over; reply without a tool call."
+        name, args = tool_call.get("name"), tool_call.get("arguments")
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except ValueError:
+                return "Error: the arguments are not valid JSON; call computer with {\"action\": \"...\"}."
+        if name != "computer" or not isinstance(args, dict) or not isinstance(args.get("action"), str):
+            return f"Error: unknown tool call {name!r}; call computer with {{\"action\": \"pyautogui.click(x, y)\"}}."
+        obs, reward, done, info = self.session.step(args["action"], self.sleep_after)
+        self.done, self.last_reward = done, reward if done else None
+        return observation_text(obs, info, reward=reward if done else None, done=done)
+
+    def evaluate(self) -> float:
+        """MiniWoB's outcome: +1 solved, else -1 (also when the episode never started)."""
+        return -1.0 if self.session is None else float(self.session.evaluate())
+
+    def close(self) -> None:
+        """Release the browser or the lease (idempotent)."""
+        if self.session is not None:
+            self.session.close()
+
+
+def make_env(task_key: str, task: dict) -> GuiTextEnv:
+    """The ``gui`` environment factory (:func:`openclaw_rl.agentic.environment.make_env`)."""
+    return GuiTextEnv(task_key, task)
