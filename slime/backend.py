@@ -204,6 +204,8 @@ class TrainingBackend(BackendIOMixin):
         args = (b.input_ids_B_T, b.attention_mask_B_T, b.response_mask_B_T)
         kwargs = dict(chunk_size=self.logprob_chunk_size, temperature=b.temperature_B, top_p=b.top_p_B,
                       return_entropy=entropy, extra_ids_B_T_K=b.teacher_topk_ids_B_T_K if topk else None)
+        if b.multimodal is not None:  # a text batch calls exactly as before
+            kwargs["multimodal"] = b.multimodal
         if self.sharded is not None and model is self.model:  # through the FSDP2 root's hooks
             return TokenLogprobs(*self.sharded(*args, **kwargs))
         return compute_token_logprobs(model, *args, **kwargs)
