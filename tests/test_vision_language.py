@@ -10,6 +10,7 @@ import base64
 import hashlib
 import io
 
+import httpx
 import openai
 import pytest
 import torch
@@ -80,7 +81,7 @@ def test_tiny_vl_model_is_small_and_processes_a_screenshot(folder):
     assert tuple(enc["pixel_values"].shape) == (48, 3 * 2 * 14 * 14)
 
 
-def test_image_chat_is_captured_and_trains_like_the_server_sampled(vl_server, folder):
+def test_image_chat_is_captured_and_trains_like_the_server_sampled(vl_server, folder, tmp_path):
     png = _screenshot_png()
     url = "data:image/png;base64," + base64.b64encode(png).decode()
     client = openai.OpenAI(base_url=vl_server.base_url, api_key="sk-test", max_retries=0)
@@ -123,6 +124,23 @@ def test_image_chat_is_captured_and_trains_like_the_server_sampled(vl_server, fo
     assert any(not torch.equal(before_lm[k], v) for k, v in backend.model.model.language_model.state_dict().items())
     visual_ids = {id(p) for p in visual.parameters()}
     assert backend.optimizer.state and not any(id(p) in visual_ids for p in backend.optimizer.state)
+
+    # the trained weights go back to the server (processor files carried along), which serves images on them
+    exported = backend.export_weights(tmp_path / "published" / "version-1")
+    assert load_processor(exported) is not None
+    url_admin = vl_server.base_url.replace("/v1", "") + "/admin/update_weights_from_disk"
+    r = httpx.post(url_admin, headers={"Authorization": "Bearer sk-test"},
+                   json={"model_path": str(exported), "weight_version": 1}, timeout=120)
+    assert r.status_code == 200 and r.json()["weight_version"] == 1, r.text
+    again = client.chat.completions.create(model=VL, messages=_image_message(url), temperature=1.0, seed=7,
+                                           max_tokens=12, logprobs=True, extra_headers={"X-Session-Id": "vl-2"})
+    store = TrajectoryStore(vl_server.buffer_dir)
+    (turn2,) = store.turns(session_id="vl-2")
+    store.close()
+    assert turn2.weight_version == 1 and turn2.prompt_ids == turn.prompt_ids
+    second = turn_to_sample(turn2, 1.0, True, processor)
+    lp = backend.policy_logprobs([second])[0]  # the trainer's weights are the served ones now
+    assert max(abs(a - b) for a, b in zip(lp, [t.logprob for t in again.choices[0].logprobs.content])) < 1e-4
 
     trained = TrainingBackend(parse_args(["--model-path", VL, "--lr", "1e-2"]))  # the flag off: the tower learns
     before_visual = {k: v.clone() for k, v in trained.model.model.visual.state_dict().items()}
