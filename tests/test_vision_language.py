@@ -176,3 +176,30 @@ def test_an_image_to_a_text_model_is_400(tiny_server):
         client.chat.completions.create(model="builtin:tiny-qwen3", messages=_image_message(url), max_tokens=2)
     assert err.value.body["code"] == "image_not_supported"
     assert "text-only" in err.value.body["message"]
+
+
+def test_a_second_step_with_two_screenshots_trains_like_it_was_served(vl_server, folder):
+    """An agent's next step: the history keeps the first screenshot, a new one follows; the turn
+    records both, in prompt order, and the trainer reproduces the server's log-probs."""
+    first, second = _screenshot_png(), _screenshot_png(color=(220, 40, 40))
+    as_url = lambda png: "data:image/png;base64," + base64.b64encode(png).decode()  # noqa: E731
+    client = openai.OpenAI(base_url=vl_server.base_url, api_key="sk-test", max_retries=0)
+    history = _image_message(as_url(first))
+    reply = client.chat.completions.create(model=VL, messages=history, temperature=1.0, seed=1, max_tokens=6,
+                                           extra_headers={"X-Session-Id": "vl-steps"})
+    history += [{"role": "assistant", "content": reply.choices[0].message.content or ""},
+                *_image_message(as_url(second), "The page changed. Click the red button.")]
+    step = client.chat.completions.create(model=VL, messages=history, temperature=0.8, top_p=0.9, seed=2,
+                                          max_tokens=6, logprobs=True, extra_headers={"X-Session-Id": "vl-steps"})
+    store = TrajectoryStore(vl_server.buffer_dir)
+    turns = store.turns(session_id="vl-steps")
+    store.close()
+    assert len(turns) == 2
+    assert [i["sha256"] for i in turns[1].images] == [hashlib.sha256(p).hexdigest() for p in (first, second)]
+    sample = turn_to_sample(turns[1], 1.0, True, load_processor(folder))
+    assert sample.multimodal_train_inputs["image_grid_thw"].tolist() == [[1, 8, 6], [1, 8, 6]]
+    assert (sample.sampling_temperature, sample.sampling_top_p) == (0.8, 0.9)
+    backend = TrainingBackend(parse_args(["--model-path", VL]))
+    trainer = backend.policy_logprobs([sample])[0]
+    served = [t.logprob for t in step.choices[0].logprobs.content]
+    assert max(abs(a - b) for a, b in zip(trainer, served)) < 1e-4
