@@ -141,6 +141,9 @@ def test_image_chat_is_captured_and_trains_like_the_server_sampled(vl_server, fo
     second = turn_to_sample(turn2, 1.0, True, processor)
     lp = backend.policy_logprobs([second])[0]  # the trainer's weights are the served ones now
     assert max(abs(a - b) for a, b in zip(lp, [t.logprob for t in again.choices[0].logprobs.content])) < 1e-4
+    r = httpx.post(url_admin, headers={"Authorization": "Bearer sk-test"},  # the base weights back, for the others
+                   json={"model_path": str(folder), "weight_version": 2}, timeout=120)
+    assert r.status_code == 200, r.text
 
     trained = TrainingBackend(parse_args(["--model-path", VL, "--lr", "1e-2"]))  # the flag off: the tower learns
     before_visual = {k: v.clone() for k, v in trained.model.model.visual.state_dict().items()}
@@ -148,12 +151,21 @@ def test_image_chat_is_captured_and_trains_like_the_server_sampled(vl_server, fo
     assert any(not torch.equal(before_visual[k], v) for k, v in trained.model.model.visual.state_dict().items())
 
 
+def _png(width: int, height: int) -> str:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (width, height), "white").save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
 @pytest.mark.parametrize("url, code", [
+    (_png(1000, 2), "invalid_image"),  # aspect ratio 500: more than the image processor resizes
     ("https://example.com/shot.png", "invalid_image_url"),
     ("data:image/png;base64,@@not-base64@@", "invalid_image"),
     ("data:image/png;base64," + base64.b64encode(b"these bytes are no image").decode(), "invalid_image"),
     ("file:///etc/passwd", "invalid_image_url"),
-])
+], ids=["aspect-ratio-500", "https-url", "bad-base64", "not-an-image", "file-url"])
 def test_bad_images_are_400_and_nothing_recorded_is_lost(vl_server, url, code):
     store = TrajectoryStore(vl_server.buffer_dir)
     before = store.counts()
@@ -175,7 +187,7 @@ def test_an_image_to_a_text_model_is_400(tiny_server):
     with pytest.raises(openai.BadRequestError) as err:
         client.chat.completions.create(model="builtin:tiny-qwen3", messages=_image_message(url), max_tokens=2)
     assert err.value.body["code"] == "image_not_supported"
-    assert "text-only" in err.value.body["message"]
+    assert "does not accept image content" in err.value.body["message"]
 
 
 def test_a_second_step_with_two_screenshots_trains_like_it_was_served(vl_server, folder):
@@ -199,7 +211,7 @@ def test_a_second_step_with_two_screenshots_trains_like_it_was_served(vl_server,
     sample = turn_to_sample(turns[1], 1.0, True, load_processor(folder))
     assert sample.multimodal_train_inputs["image_grid_thw"].tolist() == [[1, 8, 6], [1, 8, 6]]
     assert (sample.sampling_temperature, sample.sampling_top_p) == (0.8, 0.9)
-    backend = TrainingBackend(parse_args(["--model-path", VL]))
+    backend = TrainingBackend(parse_args(["--model-path", VL]))  # the server serves the base weights
     trainer = backend.policy_logprobs([sample])[0]
     served = [t.logprob for t in step.choices[0].logprobs.content]
     assert max(abs(a - b) for a, b in zip(trainer, served)) < 1e-4

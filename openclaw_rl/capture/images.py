@@ -40,7 +40,7 @@ def decode_image_records(images: list[dict]):
         try:
             with Image.open(io.BytesIO(data)) as img:
                 out.append(img.convert("RGB"))
-        except (UnidentifiedImageError, OSError) as exc:
+        except (UnidentifiedImageError, Image.DecompressionBombError, OSError) as exc:
             raise ImageRecordError(f"image {i}: not an image ({exc})") from exc
     return out
 

@@ -96,8 +96,9 @@ def request_images(req: ChatCompletionRequest, accepts_images: bool, model_name:
         for j, part in m.image_parts():
             where = f"messages[{i}].content[{j}].image_url"
             if not accepts_images:
-                raise APIError(400, f"{where}: the model {model_name!r} is text-only and does not accept "
-                                    "image content", param=where, code="image_not_supported")
+                raise APIError(400, f"{where}: the model {model_name!r} does not accept image content (a "
+                                    "text-only model, or an engine without image support)", param=where,
+                               code="image_not_supported")
             images.append(_decode(part.image_url.url, where))
     return images
 
@@ -129,8 +130,9 @@ def render_with_images(processor, text: str, images: list[RequestImage]) -> tupl
         long}``.
 
     Raises:
-        APIError: 400 when bytes are not a decodable image (message names the part), or the
-            template rendered another number of images than the request has.
+        APIError: 400 when bytes are not a decodable image (message names the part), the image
+            processor rejects an image (an extreme aspect ratio), or the template rendered another
+            number of images than the request has.
     """
     from PIL import Image, UnidentifiedImageError
 
@@ -139,12 +141,17 @@ def render_with_images(processor, text: str, images: list[RequestImage]) -> tupl
         try:
             with Image.open(io.BytesIO(img.data)) as opened:
                 pil.append(opened.convert("RGB"))
-        except (UnidentifiedImageError, OSError, ValueError) as exc:
+        except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as exc:
             raise APIError(400, f"{img.where}: the data is not an image this server can decode ({exc})",
                            param=img.where, code="invalid_image") from exc
     pad = getattr(processor, "image_token", "<|image_pad|>")
     if text.count(pad) != len(images):
         raise APIError(400, f"the chat template rendered {text.count(pad)} images but the request has "
                             f"{len(images)}", param="messages")
-    enc = processor(text=[text], images=pil, return_tensors="pt")
+    try:
+        enc = processor(text=[text], images=pil, return_tensors="pt")
+    except ValueError as exc:  # e.g. an aspect ratio beyond what the image processor resizes (> 200)
+        where = images[0].where if len(images) == 1 else "messages"
+        raise APIError(400, f"the image processor rejected the images: {exc}", param=where,
+                       code="invalid_image") from exc
     return enc["input_ids"][0].tolist(), {"pixel_values": enc["pixel_values"], "image_grid_thw": enc["image_grid_thw"]}
