@@ -4,14 +4,14 @@ The vision-language policy path (docs/vision.md) is tested on this model: a
 ``Qwen2VLForConditionalGeneration`` from a seeded config (2 text layers of width 64, a 1-block
 vision tower of width 32 with the patch merger; about 0.3M parameters), a byte-level BPE
 tokenizer trained here with the ``tokenizers`` library on the docstrings of a fixed list of
-standard-library modules (2048 merges' worth of vocabulary, so it encodes any UTF-8 text) plus
-the Qwen2-VL / Qwen3 special tokens (``<|im_start|>``, ``<|vision_start|>``, ``<|image_pad|>``,
-``<tool_call>``, ...), a Qwen-style chat template that renders image content parts as
-``<|vision_start|><|image_pad|><|vision_end|>``, and a ``Qwen2VLProcessor`` whose image
-processor resizes to between 4 and 16 merged tokens (``min_pixels = 4 * 28 * 28``, ``max_pixels
+standard-library modules (a 2048-token vocabulary over the 256 byte symbols, so it encodes any
+UTF-8 text) plus the Qwen2-VL / Qwen3 special tokens (``<|im_start|>``, ``<|vision_start|>``,
+``<|image_pad|>``, ``<tool_call>``, ...), a Qwen-style chat template that renders image content
+parts as ``<|vision_start|><|image_pad|><|vision_end|>``, and Qwen2-VL's image processor (PIL
+backend; :func:`load_processor` builds the ``Qwen2VLProcessor`` around it), which resizes to between 4 and 16 merged tokens (``min_pixels = 4 * 28 * 28``, ``max_pixels
 = 16 * 28 * 28``), so a 160x210 MiniWoB screenshot is 12 image tokens (48 patches of 14x14).
 
-On a GPU host the same code paths take a real Qwen2-VL / Qwen2.5-VL checkpoint folder.
+On a GPU host the same code paths take a real Qwen2-VL / Qwen2.5-VL / Qwen3-VL checkpoint folder.
 """
 
 from __future__ import annotations

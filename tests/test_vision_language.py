@@ -15,6 +15,8 @@ import openai
 import pytest
 import torch
 
+from openclaw_rl.agentic.agent_loop import AgentStep, Episode
+from openclaw_rl.agentic.trajectory import episode_samples
 from openclaw_rl.capture.store import TrajectoryStore
 from openclaw_rl.models import resolve_model_path
 from openclaw_rl.rollout.samples import turn_to_sample
@@ -208,8 +210,18 @@ def test_a_second_step_with_two_screenshots_trains_like_it_was_served(vl_server,
     store.close()
     assert len(turns) == 2
     assert [i["sha256"] for i in turns[1].images] == [hashlib.sha256(p).hexdigest() for p in (first, second)]
-    sample = turn_to_sample(turns[1], 1.0, True, load_processor(folder))
+    processor = load_processor(folder)
+    sample = turn_to_sample(turns[1], 1.0, True, processor)
     assert sample.multimodal_train_inputs["image_grid_thw"].tolist() == [[1, 8, 6], [1, 8, 6]]
+    # as an agent episode: one sample per step, each with its own prompt's screenshots
+    episode = Episode(session_id="vl-steps", task="", steps=[AgentStep(t, "", []) for t in turns],
+                      final_response="", finish="answered", score=1.0)
+    per_step = episode_samples(episode, Sample(tokens=[], response_length=0, rollout_log_probs=[]),
+                               dynamic_history=True, processor=processor)
+    assert [s.multimodal_train_inputs["image_grid_thw"].shape[0] for s in per_step] == [1, 2]
+    assert all(torch.equal(per_step[1].multimodal_train_inputs[k], v) for k, v in sample.multimodal_train_inputs.items())
+    with pytest.raises(ValueError, match="no image processor"):
+        episode_samples(episode, Sample(tokens=[], response_length=0, rollout_log_probs=[]), dynamic_history=True)
     assert (sample.sampling_temperature, sample.sampling_top_p) == (0.8, 0.9)
     backend = TrainingBackend(parse_args(["--model-path", VL]))  # the server serves the base weights
     trainer = backend.policy_logprobs([sample])[0]
