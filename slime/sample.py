@@ -340,7 +340,7 @@ class Sample:
     # ------------------------------------------------------------------ serialisation
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict (lists of python ints/floats, ``status`` as its string value,
-        ``multimodal_train_inputs`` tensors as nested lists).
+        ``multimodal_train_inputs`` tensors as nested lists, the key left out for a text sample).
 
         ``Sample.from_dict(s.to_dict()) == s`` holds for every valid sample.
         """
@@ -349,7 +349,9 @@ class Sample:
             value = getattr(self, f.name)
             if isinstance(value, (SampleStatus, LogprobSource)):
                 value = value.value
-            elif f.name == "multimodal_train_inputs" and value is not None:
+            elif f.name == "multimodal_train_inputs":
+                if value is None:
+                    continue  # a text sample's dict is what it was before images existed
                 value = {k: v.tolist() for k, v in value.items()}
             elif isinstance(value, list):
                 value = list(value)
