@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import json
 
 import httpx
 import openai
@@ -17,6 +18,7 @@ import torch
 
 from openclaw_rl.agentic.agent_loop import AgentStep, Episode
 from openclaw_rl.agentic.trajectory import episode_samples
+from openclaw_rl.capture.export import export_sessions, import_sessions
 from openclaw_rl.capture.store import TrajectoryStore
 from openclaw_rl.models import resolve_model_path
 from openclaw_rl.rollout.samples import turn_to_sample
@@ -104,6 +106,22 @@ def test_image_chat_is_captured_and_trains_like_the_server_sampled(vl_server, fo
 
     sample = turn_to_sample(turn, 1.0, True, processor)
     mm = sample.multimodal_train_inputs
+    # an export / import of the session keeps the images: the same sample comes back
+    buf = io.StringIO()
+    store = TrajectoryStore(vl_server.buffer_dir)
+    export_sessions(store, buf)
+    store.close()
+    exported_file = tmp_path / "sessions.jsonl"
+    exported_file.write_text("".join(line + "\n" for line in buf.getvalue().splitlines()
+                                     if json.loads(line)["session_id"] == "vl-1"))
+    copy = TrajectoryStore(tmp_path / "copy")
+    import_sessions(copy, exported_file)
+    (imported,) = copy.turns(session_id="vl-1")
+    copy.close()
+    assert imported.images == turn.images
+    again_sample = turn_to_sample(imported, 1.0, True, processor)
+    assert again_sample.multimodal_train_inputs is not None and all(
+        torch.equal(again_sample.multimodal_train_inputs[k], v) for k, v in mm.items())
     assert mm["image_grid_thw"].tolist() == [[1, 8, 6]] and tuple(mm["pixel_values"].shape) == (48, 1176)
     assert Sample.from_dict(sample.to_dict()) == sample
 
