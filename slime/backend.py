@@ -47,7 +47,7 @@ import torch
 
 from slime.arguments import SlimeConfig
 from slime.batch import SampleBatch, collate_samples, split_micro_batches
-from slime.backend_io import BackendIOMixin
+from slime.backend_io import BackendIOMixin, processor_files
 from slime.data_parallel import DataParallel
 from slime.step_parts import MicroBatch, empty_metrics, gathered_metrics
 from slime.loss_guard import LossPluginError, callable_name, checked_loss
@@ -148,11 +148,12 @@ class TrainingBackend(BackendIOMixin):
         if model is None:
             if not cfg.model_path:
                 raise ValueError("TrainingBackend needs cfg.model_path (--model-path) or model=")
-            from slime.models import load_model
+            from slime.models import load_model, resolve_model_path
 
             model = load_model(cfg.model_path, dtype=dtype)
             if tokenizer is None:
                 tokenizer = self._try_load_tokenizer(cfg.model_path)
+            self.processor_files = processor_files(resolve_model_path(cfg.model_path))
         self.tokenizer = tokenizer
         model = model.to(self.device)
         if gradient_checkpointing:
@@ -204,6 +205,8 @@ class TrainingBackend(BackendIOMixin):
         args = (b.input_ids_B_T, b.attention_mask_B_T, b.response_mask_B_T)
         kwargs = dict(chunk_size=self.logprob_chunk_size, temperature=b.temperature_B, top_p=b.top_p_B,
                       return_entropy=entropy, extra_ids_B_T_K=b.teacher_topk_ids_B_T_K if topk else None)
+        if b.multimodal is not None:  # a text batch calls exactly as before
+            kwargs["multimodal"] = b.multimodal
         if self.sharded is not None and model is self.model:  # through the FSDP2 root's hooks
             return TokenLogprobs(*self.sharded(*args, **kwargs))
         return compute_token_logprobs(model, *args, **kwargs)

@@ -23,10 +23,24 @@ from slime.checkpoint import (OPTIMIZER_FILE, STATE_FILE, TrainerState, checkpoi
                               resolve_checkpoint_dir, restore_rng_state, save_checkpoint)
 
 
+#: a vision-language model folder's processor files, carried into checkpoints and exports
+PROCESSOR_FILES = ("preprocessor_config.json", "processor_config.json", "video_preprocessor_config.json")
+
+
+def processor_files(model_folder: str | os.PathLike | None) -> tuple[Path, ...]:
+    """The :data:`PROCESSOR_FILES` present in ``model_folder`` (none for a text model or None)."""
+    if model_folder is None or not Path(model_folder).is_dir():
+        return ()
+    return tuple(Path(model_folder) / name for name in PROCESSOR_FILES if (Path(model_folder) / name).is_file())
+
+
 class BackendIOMixin:
     """Needs ``model``, ``optimizer``, ``tokenizer``, ``is_lora``, ``step``, ``weight_version``,
     ``data_parallel``, ``offload_active`` and ``_optimizer_state_to`` from the class it is mixed
-    into."""
+    into; ``processor_files`` (the model folder's image-processor configs, copied into full-model
+    checkpoints and exports so they serve images as the base did) is optional."""
+
+    processor_files: tuple[Path, ...] = ()
 
     def save(self, save_dir: str | os.PathLike, step: int | None = None,
              data_cursor: int | str | None = None, *, keep_last: int | None = None,
@@ -49,15 +63,21 @@ class BackendIOMixin:
                              data_cursor=data_cursor, extra=dict(extra or {}))
         dp = self.data_parallel
         if dp is None:
-            return save_checkpoint(save_dir, state, self.model, self.optimizer, self.tokenizer, keep_last=keep_last)
+            return save_checkpoint(save_dir, state, self.model, self.optimizer, self.tokenizer, keep_last=keep_last,
+                                   extra_files=self._carried_files())
         weights = dp.full_model_state(self.model, trainable_only=self.is_lora)
         optimizer_state = dp.full_optimizer_state(self.model, self.optimizer)
         path = Path(save_dir) / f"checkpoint-{state.step}"
         if dp.rank == 0:
             path = save_checkpoint(save_dir, state, self.model, None, self.tokenizer, keep_last=keep_last,
-                                   model_state=weights, optimizer_state=optimizer_state)
+                                   model_state=weights, optimizer_state=optimizer_state,
+                                   extra_files=self._carried_files())
         dp.barrier()  # no rank returns before the folder is complete
         return path
+
+    def _carried_files(self) -> tuple[Path, ...]:
+        """The processor files a full-model folder gets (none for a LoRA adapter)."""
+        return () if self.is_lora else tuple(self.processor_files)
 
     def load(self, path: str | os.PathLike, *, restore_rng: bool = True) -> TrainerState:
         """Restore weights (or the LoRA adapter), optimizer state and RNG from a checkpoint.
@@ -116,6 +136,8 @@ class BackendIOMixin:
         self.model.save_pretrained(str(tmp), state_dict=weights, safe_serialization=True)
         if not self.is_lora and self.tokenizer is not None:
             self.tokenizer.save_pretrained(str(tmp))
+        for path in self._carried_files():
+            shutil.copy2(path, tmp / path.name)
         if out.exists():
             old = out.parent / f".old-{out.name}-{os.getpid()}"
             os.replace(out, old)

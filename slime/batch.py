@@ -19,7 +19,7 @@ import torch
 
 from slime.sample import LogprobSource, Sample
 
-__all__ = ["SampleBatch", "collate_samples", "sampling_params_of", "split_micro_batches"]
+__all__ = ["SampleBatch", "collate_multimodal", "collate_samples", "sampling_params_of", "split_micro_batches"]
 
 
 @dataclass
@@ -41,6 +41,9 @@ class SampleBatch:
         log-probs are computed at (:func:`sampling_params_of`).
     engine_logprobs_B: ``[B]`` bool, True where ``rollout_log_probs`` are the engine's sampling
         log-probs (``Sample.logprob_source == "engine"``), comparable with the trainer's.
+    multimodal: the samples' ``multimodal_train_inputs`` concatenated in batch order (``pixel_values``
+        ``[sum N_patches, D]``, ``image_grid_thw`` ``[sum N_images, 3]``), or None when no sample
+        has images (:func:`collate_multimodal`).
     """
 
     input_ids_B_T: torch.Tensor
@@ -55,6 +58,7 @@ class SampleBatch:
     temperature_B: torch.Tensor | None = None
     top_p_B: torch.Tensor | None = None
     engine_logprobs_B: torch.Tensor | None = None
+    multimodal: dict[str, torch.Tensor] | None = None
 
     @property
     def num_loss_tokens(self) -> float:
@@ -133,7 +137,33 @@ def collate_samples(
             batch.rollout_logprobs_B_T, batch.advantages_B_T, batch.teacher_logprobs_B_T,
             batch.teacher_topk_ids_B_T_K, batch.teacher_topk_logprobs_B_T_K, batch.temperature_B, batch.top_p_B,
             batch.engine_logprobs_B)))
+    batch.multimodal = collate_multimodal(samples, device)
     return batch
+
+
+def collate_multimodal(samples: Sequence[Sample], device: torch.device | str | None = None
+                       ) -> dict[str, torch.Tensor] | None:
+    """The ``multimodal_train_inputs`` of ``samples`` concatenated along the first axis, in batch
+    order (the order the model consumes images: row by row, each row's images in token order).
+
+    Returns:
+        ``{key: tensor}`` for every key any sample has (``pixel_values`` ``[sum N_patches, D]``,
+        ``image_grid_thw`` ``[sum N_images, 3]``), on ``device``; None when no sample has any.
+
+    Raises:
+        ValueError: the samples' pixel rows differ in width (images from different processors).
+    """
+    parts = [s.multimodal_train_inputs for s in samples if s.multimodal_train_inputs]
+    if not parts:
+        return None
+    out = {}
+    for key in sorted({k for p in parts for k in p}):
+        values = [p[key] for p in parts if key in p]
+        if len({tuple(v.shape[1:]) for v in values}) != 1:
+            raise ValueError(f"multimodal_train_inputs[{key!r}] rows differ in shape across the batch: "
+                             f"{sorted({tuple(v.shape[1:]) for v in values})}")
+        out[key] = torch.cat(values, 0).to(device) if device is not None else torch.cat(values, 0)
+    return out
 
 
 def _collate_topk(samples: Sequence[Sample], T: int, dtype: torch.dtype):

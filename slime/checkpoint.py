@@ -29,6 +29,7 @@ import json
 import os
 import random
 import shutil
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,7 @@ def save_checkpoint(
     keep_last: int | None = None,
     model_state: dict[str, torch.Tensor] | None = None,
     optimizer_state: dict[str, Any] | None = None,
+    extra_files: Sequence[Path] = (),
 ) -> Path:
     """Write ``save_dir/checkpoint-<state.step>`` atomically and point ``checkpoint-latest`` at it.
 
@@ -149,6 +151,8 @@ def save_checkpoint(
         model_state: the weights to write instead of ``model``'s own (the unsharded state of a
             data-parallel model, :meth:`slime.data_parallel.DataParallel.full_model_state`).
         optimizer_state: what to write to ``optimizer.pt`` instead of ``optimizer.state_dict()``.
+        extra_files: files copied into the checkpoint as they are (a vision-language model's
+            image-processor configs, so the checkpoint folder serves images as the base did).
 
     Returns:
         Path of the finished ``checkpoint-<step>`` directory.
@@ -175,6 +179,8 @@ def save_checkpoint(
         model.save_pretrained(str(tmp), safe_serialization=True)
     if tokenizer is not None:
         tokenizer.save_pretrained(str(tmp))
+    for path in extra_files:
+        shutil.copy2(path, tmp / Path(path).name)
     if optimizer_state is not None or optimizer is not None:
         torch.save(optimizer_state if optimizer_state is not None else optimizer.state_dict(), tmp / OPTIMIZER_FILE)
     (tmp / STATE_FILE).write_text(state.to_json())

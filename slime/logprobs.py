@@ -35,6 +35,8 @@ __all__ = [
     "TokenLogprobs",
     "compute_token_logprobs",
     "entropy_from_logits",
+    "multimodal_body",
+    "multimodal_hidden_states",
     "nucleus_drop_mask",
     "token_logprobs_from_logits",
 ]
@@ -189,6 +191,50 @@ def _decoder_and_head(model: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn
     return decoder, head
 
 
+def multimodal_body(model: torch.nn.Module) -> torch.nn.Module:
+    """The vision + language body of a vision-language model (Qwen2-VL / Qwen2.5-VL / Qwen3-VL:
+    ``model.model``, which has ``visual``, ``language_model`` and ``get_rope_index``); a peft
+    wrapper is looked through (its adapter layers live inside the body).
+
+    Raises:
+        ValueError: the model has no such body (a text-only model given images).
+    """
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    body = getattr(base, "model", None)
+    if body is None or not all(hasattr(body, a) for a in ("visual", "language_model", "get_rope_index")):
+        raise ValueError(f"{type(base).__name__} is not a vision-language model (no visual tower / "
+                         "get_rope_index); a sample with images needs one")
+    return body
+
+
+def multimodal_hidden_states(model: torch.nn.Module, input_ids_B_T: torch.Tensor, attention_mask_B_T: torch.Tensor,
+                             multimodal: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Last hidden states ``[B, T, H]`` of a vision-language model on a batch with images.
+
+    Token types come from the ids (``config.image_token_id`` -> 1, ``video_token_id`` -> 2, else
+    0), the 3-D M-RoPE position ids from the body's ``get_rope_index`` (text-only rows get the
+    plain ``0..n-1`` positions, as in the text path), and the body replaces each image-pad
+    embedding by its image feature (``pixel_values`` through the vision tower).
+
+    Args:
+        model: the policy (see :func:`multimodal_body`).
+        input_ids_B_T / attention_mask_B_T: ``[B, T]`` right- or left-padded ids and mask.
+        multimodal: ``pixel_values`` / ``image_grid_thw`` (and video equivalents) of the batch.
+    """
+    body = multimodal_body(model)
+    config = body.config
+    types_B_T = torch.zeros_like(input_ids_B_T, dtype=torch.int)
+    for value, attr in ((1, "image_token_id"), (2, "video_token_id")):
+        token = getattr(config, attr, None)
+        if token is not None:
+            types_B_T = torch.where(input_ids_B_T == token, value, types_B_T)
+    grids = {k: multimodal[k] for k in ("image_grid_thw", "video_grid_thw") if k in multimodal}
+    position_ids_3_B_T, _ = body.get_rope_index(input_ids_B_T, mm_token_type_ids=types_B_T,
+                                                attention_mask=attention_mask_B_T, **grids)
+    return body(input_ids=input_ids_B_T, attention_mask=attention_mask_B_T, position_ids=position_ids_3_B_T,
+                use_cache=False, **multimodal).last_hidden_state
+
+
 def compute_token_logprobs(
     model: torch.nn.Module,
     input_ids_B_T: torch.Tensor,
@@ -200,6 +246,7 @@ def compute_token_logprobs(
     top_p: float | torch.Tensor = 1.0,
     return_entropy: bool = False,
     extra_ids_B_T_K: torch.Tensor | None = None,
+    multimodal: dict[str, torch.Tensor] | None = None,
 ) -> TokenLogprobs:
     """Per-token log-probs (and optionally entropies) of ``input_ids_B_T`` under ``model``.
 
@@ -221,6 +268,11 @@ def compute_token_logprobs(
         return_entropy: also return per-token entropies (of that same distribution).
         extra_ids_B_T_K: ``[B, T, K]`` long ids whose log-probs are also wanted at each selected
             position (e.g. a teacher's top-K tokens for distillation); same chunking and grad.
+        multimodal: a vision-language batch's images (:func:`slime.batch.collate_multimodal`:
+            ``pixel_values`` and ``image_grid_thw`` of every row's images, in row order) or None.
+            Given, the body runs with them (:func:`multimodal_hidden_states`: image features in
+            place of the ``<|image_pad|>`` embeddings, M-RoPE 3-D position ids), as the serving
+            engine ran the prompt.
 
     Returns:
         :class:`TokenLogprobs` with float32 ``logprobs_B_T`` (and ``entropy_B_T``), zero at
@@ -262,11 +314,14 @@ def compute_token_logprobs(
         select_B_T = select_B_T & real_B_T
 
     decoder, lm_head = _decoder_and_head(model)
-    position_ids_B_T = (attention_mask_B_T.long().cumsum(-1) - 1).clamp(min=0)
-    hidden_B_L_H = decoder(
-        input_ids=input_ids_B_T, attention_mask=attention_mask_B_T, position_ids=position_ids_B_T,
-        use_cache=False,
-    ).last_hidden_state
+    if multimodal:
+        hidden_B_L_H = multimodal_hidden_states(model, input_ids_B_T, attention_mask_B_T, multimodal)
+    else:
+        position_ids_B_T = (attention_mask_B_T.long().cumsum(-1) - 1).clamp(min=0)
+        hidden_B_L_H = decoder(
+            input_ids=input_ids_B_T, attention_mask=attention_mask_B_T, position_ids=position_ids_B_T,
+            use_cache=False,
+        ).last_hidden_state
 
     # hidden state at t-1 predicts token t: gather the predecessors of the selected positions.
     b_idx_N, t_idx_N = select_B_T.nonzero(as_tuple=True)

@@ -38,9 +38,18 @@ def load_tokenizer(model_path: str | os.PathLike) -> Any:
 
 
 def load_model(model_path: str | os.PathLike, dtype: Any = None) -> Any:
-    """A causal LM in eval mode from ``model_path`` (default dtype float32)."""
-    import torch
-    from transformers import AutoModelForCausalLM
+    """A causal LM in eval mode from ``model_path`` (default dtype float32): a vision-language
+    model (``config.json`` with a ``vision_config``, e.g. Qwen2-VL) through
+    ``AutoModelForImageTextToText``, any other through ``AutoModelForCausalLM``."""
+    import json
 
-    model = AutoModelForCausalLM.from_pretrained(resolve_model_path(model_path), dtype=dtype or torch.float32)
-    return model.eval()
+    import torch
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+
+    folder = resolve_model_path(model_path)
+    try:
+        vision = "vision_config" in json.loads((Path(folder) / "config.json").read_text())
+    except (OSError, ValueError):
+        vision = False
+    auto = AutoModelForImageTextToText if vision else AutoModelForCausalLM
+    return auto.from_pretrained(folder, dtype=dtype or torch.float32).eval()

@@ -75,6 +75,56 @@ def _as_int(name: str, i: int, value: Any) -> int:
         raise ValueError(f"{name}[{i}] must be an int, got {value!r}") from None
 
 
+#: the multimodal keys whose values are integer grids (everything else is float32 pixel data)
+_INTEGER_KEYS = ("image_grid_thw", "video_grid_thw")
+
+
+def _multimodal_tensors(inputs: Any) -> dict[str, Any]:
+    """``multimodal_train_inputs`` with every value a CPU tensor (lists become long grids or float32)."""
+    import torch
+
+    if not isinstance(inputs, dict):
+        raise ValueError(f"multimodal_train_inputs must be a dict, got {type(inputs).__name__}")
+    out = {}
+    for key, value in inputs.items():
+        dtype = torch.long if key in _INTEGER_KEYS else torch.float32
+        try:
+            out[key] = value if isinstance(value, torch.Tensor) else torch.tensor(value, dtype=dtype)
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise ValueError(f"multimodal_train_inputs[{key!r}] is not a tensor or nested list of numbers: {exc}") from None
+    return out
+
+
+def _validate_multimodal(inputs: dict[str, Any]) -> None:
+    import torch
+
+    for key, value in inputs.items():
+        if not isinstance(value, torch.Tensor):
+            raise ValueError(f"multimodal_train_inputs[{key!r}] must be a tensor")
+    for pixels, grid in (("pixel_values", "image_grid_thw"), ("pixel_values_videos", "video_grid_thw")):
+        if (pixels in inputs) != (grid in inputs):
+            raise ValueError(f"multimodal_train_inputs needs {pixels!r} and {grid!r} together")
+        if pixels not in inputs:
+            continue
+        p, g = inputs[pixels], inputs[grid]
+        if g.dim() != 2 or g.shape[1] != 3 or g.dtype != torch.long or bool((g < 1).any()):
+            raise ValueError(f"multimodal_train_inputs[{grid!r}] must be a [N, 3] long tensor of positive "
+                             f"patch counts, got shape {tuple(g.shape)} {g.dtype}")
+        if p.dim() != 2 or p.shape[0] != int(g.prod(-1).sum()):
+            raise ValueError(f"multimodal_train_inputs[{pixels!r}] must be [sum(t*h*w)={int(g.prod(-1).sum())}, D] "
+                             f"for {grid} {g.tolist()}, got shape {tuple(p.shape)}")
+        if not bool(torch.isfinite(p).all()):
+            raise ValueError(f"multimodal_train_inputs[{pixels!r}] must be finite")
+
+
+def _same_multimodal(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
+    import torch
+
+    if a is None or b is None:
+        return a is b
+    return a.keys() == b.keys() and all(a[k].dtype == b[k].dtype and torch.equal(a[k], b[k]) for k in a)
+
+
 @dataclass
 class Sample:
     """One rollout turn: prompt ids + sampled response ids with everything needed for the loss.
@@ -113,6 +163,13 @@ class Sample:
             renormalised over the nucleus, as the engine reports them); None: 1.0.
         logprob_source: :class:`LogprobSource` of ``rollout_log_probs`` (a plain string such as
             ``"engine"`` is accepted).
+        multimodal_train_inputs: a vision-language sample's processor outputs beyond the ids
+            (slime's name): ``pixel_values`` ``[N_patches, C * T_patch * P * P]`` float32 (the
+            images' patches, in the order their ``<|image_pad|>`` runs appear in ``tokens``) and
+            ``image_grid_thw`` ``[N_images, 3]`` long (each image's temporal, height and width
+            patch counts, ``N_patches = sum(t * h * w)``); None for a text sample. Nested lists
+            (from :meth:`to_dict`) are turned into tensors. The trainer passes them to the model
+            in every forward pass (policy, old and reference log-probs).
 
     Raises:
         ValueError: from ``__post_init__``/:meth:`validate` when any length or value is
@@ -143,8 +200,11 @@ class Sample:
     sampling_temperature: float | None = None
     sampling_top_p: float | None = None
     logprob_source: LogprobSource = LogprobSource.ENGINE
+    multimodal_train_inputs: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
+        if self.multimodal_train_inputs is not None:
+            self.multimodal_train_inputs = _multimodal_tensors(self.multimodal_train_inputs)
         self.tokens = [_as_int("tokens", i, t) for i, t in enumerate(self.tokens)]
         self.rollout_log_probs = [float(x) for x in self.rollout_log_probs]
         if self.loss_mask is None:
@@ -244,6 +304,24 @@ class Sample:
             raise ValueError(f"sampling_top_p must lie in (0, 1] or be None, got {p!r}")
         if not isinstance(self.metadata, dict):
             raise ValueError(f"metadata must be a dict, got {type(self.metadata).__name__}")
+        if self.multimodal_train_inputs is not None:
+            _validate_multimodal(self.multimodal_train_inputs)
+
+    def __eq__(self, other: object) -> bool:
+        """Field-by-field equality (``multimodal_train_inputs`` tensors compared with
+        ``torch.equal``: same dtype, shape and values)."""
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        for f in fields(self):
+            a, b = getattr(self, f.name), getattr(other, f.name)
+            if f.name == "multimodal_train_inputs":
+                if not _same_multimodal(a, b):
+                    return False
+            elif a != b:
+                return False
+        return True
+
+    __hash__ = None  # mutable record, as a dataclass with eq=True
 
     def _validate_topk(self, n: int) -> None:
         ids, lps = self.teacher_topk_ids, self.teacher_topk_log_probs
@@ -261,7 +339,8 @@ class Sample:
 
     # ------------------------------------------------------------------ serialisation
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-safe dict (lists of python ints/floats, ``status`` as its string value).
+        """Return a JSON-safe dict (lists of python ints/floats, ``status`` as its string value,
+        ``multimodal_train_inputs`` tensors as nested lists, the key left out for a text sample).
 
         ``Sample.from_dict(s.to_dict()) == s`` holds for every valid sample.
         """
@@ -270,6 +349,10 @@ class Sample:
             value = getattr(self, f.name)
             if isinstance(value, (SampleStatus, LogprobSource)):
                 value = value.value
+            elif f.name == "multimodal_train_inputs":
+                if value is None:
+                    continue  # a text sample's dict is what it was before images existed
+                value = {k: v.tolist() for k, v in value.items()}
             elif isinstance(value, list):
                 value = list(value)
             elif isinstance(value, dict):

@@ -30,6 +30,7 @@ import uuid
 from collections.abc import Sequence
 
 from openclaw_rl.agentic.agent_loop import AgentStep, Episode
+from openclaw_rl.capture.images import multimodal_train_inputs
 from slime.sample import LogprobSource, Sample, SampleStatus
 
 __all__ = ["episode_samples"]
@@ -78,9 +79,14 @@ class _Segment:
 
 
 def _sample(template: Sample, seg: _Segment, meta: dict, prm: Sequence[float] | None, last: bool,
-            episode: Episode) -> Sample:
+            episode: Episode, processor=None) -> Sample:
     turns = [s.turn for s in seg.steps]
     s = copy.deepcopy(template)
+    images = turns[-1].images  # the last prompt extends the others: its images are the segment's
+    if images:
+        if processor is None:
+            raise ValueError(f"episode {episode.session_id} has screenshots but no image processor was given")
+        s.multimodal_train_inputs = multimodal_train_inputs(processor, images)
     s.tokens, s.response_length = seg.tokens(), len(seg.response)
     s.rollout_log_probs, s.loss_mask = seg.logprobs, seg.mask
     s.sampling_temperature, s.sampling_top_p = turns[0].temperature, turns[0].top_p
@@ -101,7 +107,7 @@ def _sample(template: Sample, seg: _Segment, meta: dict, prm: Sequence[float] | 
 
 def episode_samples(episode: Episode, template: Sample, *, dynamic_history: bool = False,
                     step_prm_scores: Sequence[float] | None = None,
-                    trajectory_id: str | None = None) -> list[Sample]:
+                    trajectory_id: str | None = None, processor=None) -> list[Sample]:
     """The training samples of ``episode`` (module docstring).
 
     Args:
@@ -111,13 +117,17 @@ def episode_samples(episode: Episode, template: Sample, *, dynamic_history: bool
         dynamic_history: one sample per step instead of one per trajectory.
         step_prm_scores: the step PRM's score of each step (``len == len(episode.steps)``), or None.
         trajectory_id: default a fresh uuid.
+        processor: a vision-language policy's processor; needed when the steps' prompts carry
+            images (screenshots): each sample's ``multimodal_train_inputs`` are rebuilt from its
+            last turn's stored images (the segment's prompt ids extend to that prompt, so its
+            images are all of the sample's, in order; :mod:`openclaw_rl.capture.images`).
 
     Returns:
         The samples in step order. An episode with no step (it failed before the first reply)
         gives one ``FAILED`` sample with no tokens and ``metadata["error"]``.
 
     Raises:
-        ValueError: ``step_prm_scores`` of the wrong length.
+        ValueError: ``step_prm_scores`` of the wrong length; steps with images and no ``processor``.
     """
     if step_prm_scores is not None and len(step_prm_scores) != len(episode.steps):
         raise ValueError(f"step_prm_scores has {len(step_prm_scores)} scores for {len(episode.steps)} steps")
@@ -138,5 +148,5 @@ def episode_samples(episode: Episode, template: Sample, *, dynamic_history: bool
             segments.append(_Segment(step, k))
     if breaks:
         meta["prefix_break_steps"] = breaks
-    return [_sample(template, seg, meta, step_prm_scores, i == len(segments) - 1, episode)
+    return [_sample(template, seg, meta, step_prm_scores, i == len(segments) - 1, episode, processor)
             for i, seg in enumerate(segments)]

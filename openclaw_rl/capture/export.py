@@ -10,7 +10,9 @@ One JSON object per session::
                 "weight_version": int, "next_state_role": "user" | "tool" | null,
                 "tool_calls": [OpenAI tool call] | null,
                 # extra context kept for lossless round trips:
-                "messages": [OpenAI message] | null, "finish_reason": str}]}
+                "messages": [OpenAI message] | null, "finish_reason": str,
+                # a vision-language turn's prompt images (messages refer to them by sha256):
+                "images": [{"sha256", "media_type", "data_b64"}]}]}
 
 ``prompt`` is the rendered prompt text (exactly what the engine consumed, as text); ``response``
 the generated text. A hand-written file may give ``prompt`` as a list of messages and omit every
@@ -36,7 +38,14 @@ class SessionFormatError(ValueError):
 
 
 def turn_to_dict(t: TurnRecord) -> dict:
-    """One stored turn in the session format."""
+    """One stored turn in the session format (``images`` only for a turn with images)."""
+    out = _turn_dict(t)
+    if t.images:
+        out["images"] = t.images
+    return out
+
+
+def _turn_dict(t: TurnRecord) -> dict:
     return {"type": t.turn_type, "prompt": t.prompt_text or t.messages, "response": t.response_text,
             "next_state": t.next_state, "trainable": t.trainable, "prompt_ids": t.prompt_ids,
             "response_ids": t.response_ids, "response_logprobs": t.response_logprobs,
@@ -128,13 +137,18 @@ def _turn_from_dict(sid: str, d: dict, where: str) -> TurnRecord:
     for key in ("next_state", "next_state_role"):
         if d.get(key) is not None and not isinstance(d[key], str):
             raise SessionFormatError(f"{where}: '{key}' must be a string or null")
+    images = d.get("images")
+    if images is not None and not (isinstance(images, list) and all(
+            isinstance(i, dict) and all(isinstance(i.get(k), str) for k in ("sha256", "media_type", "data_b64"))
+            for i in images)):
+        raise SessionFormatError(f"{where}: 'images' must be a list of {{'sha256', 'media_type', 'data_b64'}} objects")
     return TurnRecord(session_id=sid, turn_type=ttype, messages=messages, prompt_text=prompt_text,
                       prompt_ids=list(ids), response_ids=list(resp_ids), response_logprobs=list(lps),
                       response_text=str(d["response"]), finish_reason=d.get("finish_reason", "stop"),
                       weight_version=version, tool_calls=d.get("tool_calls"),
                       next_state=d.get("next_state"), next_state_role=d.get("next_state_role"),
                       temperature=d.get("temperature"), top_p=d.get("top_p"), constrained=d.get("constrained"),
-                      ids_from_text=bool(ids) and bool(d.get("ids_from_text")) or None)
+                      ids_from_text=bool(ids) and bool(d.get("ids_from_text")) or None, images=images or None)
 
 
 def read_session_file(path: str | Path) -> list[tuple[str, list[TurnRecord]]]:

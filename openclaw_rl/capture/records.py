@@ -116,6 +116,7 @@ TURN_COLUMNS: tuple[Column, ...] = (
     Column("trained_step", "INTEGER", added=True, inserted=False),
     Column("constrained", "INTEGER", "constrained", "bool", added=True),
     Column("ids_from_text", "INTEGER", "ids_from_text", "bool", added=True),
+    Column("images_json", "TEXT", "images", "json", added=True),
 )
 
 TABLES: tuple[Table, ...] = (
@@ -176,6 +177,10 @@ class TurnRecord:
     #: the ids were made from text with the chat template (an imported turn without ids), not
     #: sampled: there are no sampling logprobs (``response_logprobs`` is empty)
     ids_from_text: bool | None = None
+    #: the prompt's images in prompt order, ``[{"sha256", "media_type", "data_b64"}]`` (the bytes
+    #: the client sent; ``messages`` refer to them by ``sha256``), None for a text prompt; the
+    #: trained sample's ``pixel_values`` are rebuilt from them (:mod:`openclaw_rl.capture.images`)
+    images: list[dict] | None = None
     # filled by the store
     id: int | None = None
     turn_index: int | None = None

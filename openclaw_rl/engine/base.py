@@ -136,6 +136,9 @@ class Engine(abc.ABC):
     eos_token_ids: frozenset[int]
     #: whether :attr:`SamplingParams.grammar` is honoured (constrained decoding).
     supports_grammar: bool = False
+    #: whether ``generate_stream(..., multimodal=...)`` takes images (a vision-language model on
+    #: an engine that runs its vision tower; see :mod:`openclaw_rl.engine.multimodal`).
+    supports_images: bool = False
 
     @property
     @abc.abstractmethod

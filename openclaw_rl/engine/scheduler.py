@@ -6,6 +6,8 @@ The worker thread calls :meth:`BatchScheduler.iterate` in a loop. One iteration:
 2. groups waiting requests into **prefill batches** (same weights, oldest first, at most
    ``max_batch_size`` rows and ``prefill_chunk_tokens`` padded prompt tokens per group; a longer
    prompt forms a group of its own), prompts left-padded to the group's longest;
+   a prompt with images (a vision-language request) always forms a group of its own and is fed
+   in one pass;
 3. advances every batch by **one forward pass**, prefill batches first: a prefill batch by one chunk of at most
    ``prefill_chunk_tokens`` padded tokens (so a long prompt never stalls decoding for more than one
    chunk), a decode batch by one token per row; after a batch's last prefill chunk, and after every
@@ -52,6 +54,10 @@ class Request:
         max_new: tokens it may sample (clipped to the context window).
         generator: its own RNG, so its tokens do not depend on which requests share its batch.
         last_token: the sampled id not yet fed to the model (None before the first).
+        multimodal: a vision-language prompt's images (``pixel_values``, ``image_grid_thw``), or
+            None; such a request is prefilled alone, in one forward pass.
+        rope_delta: M-RoPE offset of its text positions after the images (0 for a text prompt);
+            set by its prefill, added to every decode position.
     """
 
     prompt_ids: list[int]
@@ -67,6 +73,8 @@ class Request:
     constraint: GrammarConstraint | None = None
     last_token: int | None = None
     cancelled: bool = False
+    multimodal: dict | None = None
+    rope_delta: int = 0
 
     def emit(self, item) -> None:
         """Hand ``item`` to the consumer (thread-safe); a closed loop marks the request cancelled."""
@@ -194,6 +202,7 @@ class BatchScheduler:
                 req = waiting.popleft()
                 wider = max(width, len(req.prompt_ids))
                 if (req.model is first.model and len(group) < self.max_batch_size
+                        and first.multimodal is None and req.multimodal is None
                         and (len(group) + 1) * wider <= budget):
                     group.append(req)
                     width = wider
@@ -208,6 +217,8 @@ class BatchScheduler:
         rows = len(batch.rows)
         if batch.prefilling:
             cols = max(1, self.prefill_chunk_tokens // rows)
+            if batch.rows[0].multimodal is not None:  # image features go in with the whole prompt
+                cols = batch.prompt_B_L.shape[1]
             end = min(batch.prompt_B_L.shape[1], batch.cursor + cols)
             ids_B_C = batch.prompt_B_L[:, batch.cursor:end]
             new_mask_B_C = batch.prompt_mask_B_L[:, batch.cursor:end]

@@ -35,6 +35,7 @@ from openclaw_rl.engine.base import (Engine, EngineError, GenerationOutput, chec
 from openclaw_rl.engine.batch_cache import batchable
 from openclaw_rl.engine.defaults import DEFAULT_MAX_BATCH_SIZE, DEFAULT_PREFILL_CHUNK_TOKENS
 from openclaw_rl.engine.grammar import GrammarConstraint, grammar_tokenizer
+from openclaw_rl.engine.multimodal import decode_positions, is_multimodal_model, prefill_inputs
 from openclaw_rl.engine.sampling import sample_next_token
 from openclaw_rl.engine.scheduler import DONE, Batch, BatchScheduler, Request
 from openclaw_rl.engine.weight_check import (InvalidWeightsError, check_state_dict, load_checked_adapter,
@@ -74,7 +75,8 @@ class TransformersEngine(Engine):
         self.dtype = dtype or torch.float32
         self._model = load_model(model_path, dtype=self.dtype).to(self.device)
         self._version = 0
-        cfg = self._model.config
+        self.supports_images = is_multimodal_model(self._model)
+        cfg = self._model.config.get_text_config()  # a vision-language config nests the text model's
         if max_batch_size > 1 and not batchable(cfg):
             log.warning("%s: the KV cache has sliding-window or non-attention layers; serving unbatched",
                         model_path)
@@ -104,8 +106,14 @@ class TransformersEngine(Engine):
         return self._version
 
     async def generate_stream(self, prompt_ids: Sequence[int], params: SamplingParams,
-                              result: GenerationOutput | None = None) -> AsyncIterator[TokenEvent]:
+                              result: GenerationOutput | None = None,
+                              multimodal: Mapping[str, torch.Tensor] | None = None) -> AsyncIterator[TokenEvent]:
+        """:meth:`Engine.generate_stream`; ``multimodal`` (``pixel_values`` / ``image_grid_thw`` of
+        the prompt's images, processor outputs) needs :attr:`supports_images` (a vision-language
+        model) and raises :class:`EngineError` otherwise or when the image tokens do not match."""
         prompt = check_prompt(prompt_ids, self.max_context, self._stopped)
+        if multimodal is not None and not self.supports_images:
+            raise EngineError(f"{self.model_path} is a text-only model; it takes no images")
         result = result if result is not None else GenerationOutput(prompt_ids=prompt)
         result.prompt_ids = prompt
         with self._lock:
@@ -119,7 +127,8 @@ class TransformersEngine(Engine):
                       loop=asyncio.get_running_loop(), queue=asyncio.Queue(), result=result,
                       max_new=max(1, min(params.max_new_tokens, self.max_context - len(prompt))),
                       stop_ids=self.eos_token_ids | frozenset(params.stop_token_ids),
-                      generator=torch.Generator().manual_seed(seed), constraint=constraint)
+                      generator=torch.Generator().manual_seed(seed), constraint=constraint,
+                      multimodal=dict(multimodal) if multimodal is not None else None)
         with self._cond:
             self._incoming.append(req)
             self._cond.notify()
@@ -150,7 +159,7 @@ class TransformersEngine(Engine):
         Raises:
             EngineError: the grammar does not compile.
         """
-        vocab = int(self._model.config.vocab_size)
+        vocab = int(self._model.config.get_text_config().vocab_size)
         try:
             constraint = GrammarConstraint(grammar_tokenizer(self.tokenizer, vocab, self.eos_token_ids),
                                            grammar, vocab)
@@ -252,10 +261,18 @@ class TransformersEngine(Engine):
             Next-token logits at each row's last column, [B, V].
         """
         attention_B_T = torch.cat([batch.kv.mask_B_T, new_mask_B_C], dim=1)
+        positions, extra = batch.kv.positions(new_mask_B_C), {}
         with torch.inference_mode():
+            if self.supports_images:  # M-RoPE: 3-D positions, image features at the prefill
+                first = batch.rows[0]
+                if first.multimodal is not None and batch.kv.width == 0:  # alone, whole prompt
+                    positions, first.rope_delta, extra = prefill_inputs(batch.model, input_ids_B_C, first.multimodal)
+                else:
+                    delta_B = torch.tensor([r.rope_delta for r in batch.rows], device=self.device)
+                    positions = decode_positions(positions, delta_B)
             out = batch.model(input_ids=input_ids_B_C, attention_mask=attention_B_T,
-                              position_ids=batch.kv.positions(new_mask_B_C), cache=batch.kv.cache,
-                              use_cache=True, logits_to_keep=1)
+                              position_ids=positions, cache=batch.kv.cache,
+                              use_cache=True, logits_to_keep=1, **extra)
         return out.logits[:, -1]
 
     def _sample(self, req: Request, logits_V: torch.Tensor) -> TokenEvent:

@@ -82,14 +82,14 @@ def load_checked_model(folder: Path, served_model, dtype):
     Raises:
         InvalidWeightsError: any problem, named.
     """
-    from transformers import AutoModelForCausalLM
+    from openclaw_rl.models import auto_model_class
 
     check_config(served_model.config, folder)
     files = sorted(p.name for p in folder.iterdir() if p.suffix in (".safetensors", ".bin"))
     if not files:
         raise InvalidWeightsError(f"{folder} has no weight files (*.safetensors or *.bin)")
     try:
-        model, info = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, output_loading_info=True)
+        model, info = auto_model_class(folder).from_pretrained(folder, dtype=dtype, output_loading_info=True)
     except Exception as exc:  # safetensors/torch/transformers errors all mean "cannot load"
         raise InvalidWeightsError(f"could not load the weights in {folder} ({', '.join(files)}; truncated "
                                   f"or corrupt?): {type(exc).__name__}: "

@@ -57,10 +57,12 @@ class _Shape:
 def _served_structure(base: Path):
     """The served model built on the meta device: its ``state_dict()`` names and shapes, no memory."""
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoConfig
+
+    from openclaw_rl.models import auto_model_class
 
     with torch.device("meta"):
-        return AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(base))
+        return auto_model_class(base).from_config(AutoConfig.from_pretrained(base))
 
 
 def check_model_folder(folder: Path, base: Path) -> None:

@@ -14,6 +14,7 @@ import threading
 import time
 from collections import Counter
 
+from openclaw_rl.capture.images import ImageRecordError
 from openclaw_rl.capture.store import AWAITING_NEXT, JUDGED, JUDGING, READY, TrajectoryStore
 from openclaw_rl.rollout.samples import UntokenizedTurnError, turn_to_sample
 from slime.sample import Sample
@@ -48,8 +49,9 @@ class StoreDataSource:
     """
 
     def __init__(self, store: TrajectoryStore, max_staleness: int | None = None, poll_s: float = 0.2,
-                 prepare=None, finite: bool = False):
+                 prepare=None, finite: bool = False, processor=None):
         self.store, self.max_staleness, self.poll_s = store, max_staleness, poll_s
+        self.processor = processor  # a vision-language policy's processor: turns with images
         self.prepare, self.finite = prepare, finite
         self.health_check = None
         self.current_version = 0
@@ -90,8 +92,8 @@ class StoreDataSource:
             for turn in self.prepare(claimed) if self.prepare and claimed else claimed:
                 judgement = self.store.judgement(turn.id) or {}
                 try:
-                    sample = turn_to_sample(turn, judgement.get("reward"), True)
-                except UntokenizedTurnError as exc:
+                    sample = turn_to_sample(turn, judgement.get("reward"), True, self.processor)
+                except (UntokenizedTurnError, ImageRecordError) as exc:
                     log.warning("dropping %s", exc)
                     self._drop(turn.id, "untokenized")
                     continue

@@ -8,6 +8,7 @@ A turn imported as text got its ids once, from the chat template
 
 from __future__ import annotations
 
+from openclaw_rl.capture.images import ImageRecordError, multimodal_train_inputs
 from openclaw_rl.capture.store import TurnRecord
 from slime.sample import LogprobSource, Sample, SampleStatus
 
@@ -16,7 +17,7 @@ class UntokenizedTurnError(ValueError):
     """A turn without token ids (e.g. a hand-written import) cannot become a token-exact sample."""
 
 
-def turn_to_sample(turn: TurnRecord, reward: float | None, trainable: bool) -> Sample:
+def turn_to_sample(turn: TurnRecord, reward: float | None, trainable: bool, processor=None) -> Sample:
     """Build the training sample of one main turn.
 
     Args:
@@ -24,6 +25,9 @@ def turn_to_sample(turn: TurnRecord, reward: float | None, trainable: bool) -> S
         reward: the judge's scalar reward (Binary RL: +1 / -1), or None.
         trainable: False makes ``loss_mask`` all zeros (verdict 0 or no next state): the sample
             is counted but contributes no gradient.
+        processor: the policy's vision-language processor; needed for a turn with images, whose
+            ``multimodal_train_inputs`` are rebuilt from the stored image bytes
+            (:mod:`openclaw_rl.capture.images`).
 
     Returns:
         A validated Sample: ``tokens`` [P + R], ``response_length`` R, ``loss_mask`` [R],
@@ -36,6 +40,7 @@ def turn_to_sample(turn: TurnRecord, reward: float | None, trainable: bool) -> S
 
     Raises:
         UntokenizedTurnError: the turn has no token ids, or ids and logprobs disagree in length.
+        ImageRecordError: the turn has images but no ``processor`` is given, or they do not decode.
     """
     if not turn.prompt_ids or not turn.response_ids:
         raise UntokenizedTurnError(f"turn {turn.turn_uid} has no token ids (imported without ids, and the "
@@ -57,5 +62,10 @@ def turn_to_sample(turn: TurnRecord, reward: float | None, trainable: bool) -> S
                     sampling_temperature=turn.temperature, sampling_top_p=turn.top_p, logprob_source=source,
                     metadata={"next_state_role": turn.next_state_role, "temperature": turn.temperature,
                               "prefix_ok": turn.prefix_ok, "finish_reason": turn.finish_reason})
+    if turn.images:
+        if processor is None:
+            raise ImageRecordError(f"turn {turn.turn_uid} has {len(turn.images)} images but the policy has no "
+                                   "image processor (a text-only model)")
+        sample.multimodal_train_inputs = multimodal_train_inputs(processor, turn.images)
     sample.validate()
     return sample

@@ -138,8 +138,13 @@ class OpenClawRolloutService:
                 timeout=180.0 if x.backend == "transformers" else 960.0)  # engine servers load first
             self.server_url = self.server.base_url.rsplit("/v1", 1)[0]
         self.text_turns.tokenize_all()  # imported turns without ids, before anything judges them
+        from openclaw_rl.models import resolve_model_path
+        from openclaw_rl.vl_models import load_processor
+
         self.data_source = StoreDataSource(self.store, max_staleness=cfg.max_staleness,
-                                           prepare=self.text_turns.ensure_ids, finite=bool(x.data_path))
+                                           prepare=self.text_turns.ensure_ids, finite=bool(x.data_path),
+                                           processor=load_processor(resolve_model_path(cfg.model_path))
+                                           if cfg.model_path else None)
         self.judge_loop = None
         if not cfg.prompt_data:  # prompt-dataset rollouts reward inside the rollout
             from slime.plugin_failures import FailureBudget

@@ -51,7 +51,8 @@ def build_server(config: "ServerConfig", engine=None):
     from openclaw_rl.capture.store import TrajectoryStore
     from openclaw_rl.capture.turn_rules import TurnRules
     from openclaw_rl.engine import create_engine
-    from openclaw_rl.models import load_tokenizer
+    from openclaw_rl.models import load_tokenizer, resolve_model_path
+    from openclaw_rl.vl_models import load_processor
     from openclaw_rl.server.admission import AdmissionControl
     from openclaw_rl.server.app import create_app
     from openclaw_rl.server.chat import ChatService
@@ -66,6 +67,7 @@ def build_server(config: "ServerConfig", engine=None):
     if config.grammar_warmup and engine.supports_grammar:
         threading.Thread(target=_warm_up, args=(engine,), name="grammar-warmup", daemon=True).start()
     tokenizer = load_tokenizer(config.model_path)
+    processor = load_processor(resolve_model_path(config.model_path))  # None for a text-only model
     store = recorder = None
     admission = AdmissionControl(config.max_running_requests, config.max_queued_requests)
     if config.enable_rl_intercept:
@@ -75,7 +77,8 @@ def build_server(config: "ServerConfig", engine=None):
     drain = Drain(config.shutdown_grace_seconds)
     service = ChatService(engine, tokenizer, config.model_name, recorder,
                           default_max_tokens=config.default_max_tokens,
-                          default_temperature=config.default_temperature, admission=admission, drain=drain)
+                          default_temperature=config.default_temperature, admission=admission, drain=drain,
+                          processor=processor)
     app = create_app(service, api_key=config.api_key, recorder=recorder, engine_close=engine.aclose,
                      max_request_bytes=config.max_request_bytes, admin_api_key=config.admin_api_key,
                      weights_dirs=config.weights_dir)

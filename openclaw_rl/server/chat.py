@@ -15,7 +15,7 @@ import asyncio
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import AsyncIterator, Mapping
 
 from openclaw_rl.capture.recorder import Recorder
@@ -24,6 +24,7 @@ from openclaw_rl.engine import Engine, EngineError, GenerationOutput, PromptTooL
 from openclaw_rl.server.admission import AdmissionControl
 from openclaw_rl.server.continuation import ContinuationBuilder
 from openclaw_rl.server.errors import APIError
+from openclaw_rl.server.images import RequestImage, image_messages, render_with_images, request_images
 from openclaw_rl.server.limits import check_prompt_bound, max_token_chars
 from openclaw_rl.server.prompt import render_text, request_tools, template_messages, tokenize
 from openclaw_rl.server.protocol import ChatCompletionRequest
@@ -43,6 +44,8 @@ class _Prompt:
     tools: list[dict] | None
     text: str
     ids: list[int]
+    images: list[RequestImage] = field(default_factory=list)
+    multimodal: dict | None = None  # the images' processor outputs, for the engine
 
 
 def _session_hint(req: ChatCompletionRequest, headers: Mapping[str, str]) -> str | None:
@@ -64,12 +67,17 @@ class ChatService:
         admission: running / queued limits (default :class:`AdmissionControl`'s).
         drain: graceful-shutdown state (:mod:`openclaw_rl.server.shutdown`); default one that
             never cuts.
+        processor: a vision-language model's processor (:func:`openclaw_rl.vl_models.load_processor`),
+            or None: with it (and an engine that :attr:`~openclaw_rl.engine.Engine.supports_images`)
+            ``image_url`` parts are served (:mod:`openclaw_rl.server.images`), else they are a 400.
     """
 
     def __init__(self, engine: Engine, tokenizer, model_name: str, recorder: Recorder | None,
                  default_max_tokens: int = 512, default_temperature: float = 1.0,
-                 admission: AdmissionControl | None = None, drain: Drain | None = None):
+                 admission: AdmissionControl | None = None, drain: Drain | None = None, processor=None):
         self.engine, self.tokenizer, self.model_name = engine, tokenizer, model_name
+        self.processor = processor
+        self.accepts_images = processor is not None and bool(getattr(engine, "supports_images", False))
         self.admission = admission or AdmissionControl()
         self.drain = drain or Drain()
         self.recorder, self.default_max_tokens = recorder, default_max_tokens
@@ -99,16 +107,41 @@ class ChatService:
         with self._render_lock:
             return self.render(req)
 
+    def _render_images(self, req: ChatCompletionRequest) -> _Prompt | None:
+        """The prompt of a request with image parts (None without any): images decoded, the
+        template messages with image parts, ids and pixel values from the processor. Runs in a
+        worker thread, one at a time.
+
+        Raises:
+            APIError: 400 for images a text-only model is sent, or images that do not decode.
+        """
+        images = request_images(req, self.accepts_images, self.model_name)
+        if not images:
+            return None
+        check_prompt_bound(template_messages(req), self._max_token_chars, self.engine.max_context)
+        with self._render_lock:
+            messages = image_messages(req, template_messages(req), images)
+            tools = request_tools(req)
+            text = render_text(self.tokenizer, messages, tools)
+            ids, multimodal = render_with_images(self.processor, text, images)
+        return _Prompt(messages, tools, text, ids, images, multimodal)
+
     async def _prepare(self, req: ChatCompletionRequest, headers: Mapping[str, str]):
         # rendering and tokenizing a long conversation takes a while: never on the event loop
-        messages, tools, text, ids = await asyncio.to_thread(self._render_checked, req)
-        prompt = _Prompt(messages, tools, text, ids)
+        prompt = await asyncio.to_thread(self._render_images, req) if any(
+            m.image_parts() for m in req.messages) else None
+        if prompt is None:
+            messages, tools, text, ids = await asyncio.to_thread(self._render_checked, req)
+            prompt = _Prompt(messages, tools, text, ids)
+        messages, tools, text = prompt.messages, prompt.tools, prompt.text
         attr = cont = None
         if self.recorder is not None:
             body = req.model_dump(include={"session_id", "prompt_cache_key", "user", "turn_type"})
             attr, continued = await self.recorder.attribute(messages, body, headers)
             reply_at = None if attr.next_state_from is None else attr.next_state_from - 1
-            spliced = self.continuation.build(messages, tools, text, continued, reply_at)
+            # a prompt with images is the processor's rendering of the whole conversation: the
+            # recorded ids are not spliced in (the record's prefix check still compares them)
+            spliced = None if prompt.images else self.continuation.build(messages, tools, text, continued, reply_at)
             if spliced is not None:
                 prompt.text, prompt.ids = spliced.text, spliced.ids
         if len(prompt.ids) + 1 > self.engine.max_context:
@@ -159,7 +192,10 @@ class ChatService:
         reply = ReplyAssembler(self.tokenizer, self.token_bytes, self._stop_ids, out,
                                parse_tools=prompt.tools is not None, stops=req.stop_sequences(),
                                logprobs=want_lp, top_logprobs=req.top_logprobs or 0)
-        stream = self.engine.generate_stream(prompt.ids, params, sampled)
+        if prompt.multimodal is not None:
+            stream = self.engine.generate_stream(prompt.ids, params, sampled, multimodal=prompt.multimodal)
+        else:
+            stream = self.engine.generate_stream(prompt.ids, params, sampled)
         cut = False
         try:
             async for ev in stream:
@@ -201,7 +237,8 @@ class ChatService:
                          weight_version=out.weight_version, tool_calls=calls or None,
                          reasoning_content=parser.reasoning or None, model=self.model_name,
                          temperature=params.temperature, top_p=params.top_p,
-                         constrained=params.grammar is not None)
+                         constrained=params.grammar is not None,
+                         images=[img.to_record() for img in prompt.images] or None)
         t0 = time.perf_counter()
         await self.recorder.record(attr, cont, rec, reply)
         log.debug("turn %s committed in %.1f ms", rec.turn_uid, 1000 * (time.perf_counter() - t0))

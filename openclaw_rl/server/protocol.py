@@ -16,10 +16,24 @@ class _Lenient(BaseModel):
 
 
 class TextPart(_Lenient):
-    """A content part; only ``text`` parts are accepted (the served models are text-only)."""
+    """A text content part."""
 
     type: Literal["text", "input_text", "output_text"]
     text: str
+
+
+class ImageURL(_Lenient):
+    url: str
+    detail: Literal["auto", "low", "high"] | None = None
+
+
+class ImagePart(_Lenient):
+    """An image content part (``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}``);
+    served only by a vision-language model, and only as a ``data:`` URL
+    (:mod:`openclaw_rl.server.images`)."""
+
+    type: Literal["image_url"]
+    image_url: ImageURL
 
 
 class FunctionCall(_Lenient):
@@ -36,12 +50,12 @@ class ToolCall(_Lenient):
 class Message(_Lenient):
     """One chat message.
 
-    ``content`` is a string, a list of text parts, or null (only for an assistant message that
-    carries ``tool_calls``).
+    ``content`` is a string, a list of text and image parts, or null (only for an assistant
+    message that carries ``tool_calls``).
     """
 
     role: Literal["system", "developer", "user", "assistant", "tool"]
-    content: Union[str, list[TextPart], None] = None
+    content: Union[str, list[Union[TextPart, ImagePart]], None] = None
     name: str | None = None
     tool_calls: list[ToolCall] | None = None
     tool_call_id: str | None = None
@@ -55,12 +69,18 @@ class Message(_Lenient):
         return self
 
     def text(self) -> str:
-        """The content as one string (text parts joined)."""
+        """The content as one string (text parts joined; image parts are left out)."""
         if self.content is None:
             return ""
         if isinstance(self.content, str):
             return self.content
-        return "".join(p.text for p in self.content)
+        return "".join(p.text for p in self.content if isinstance(p, TextPart))
+
+    def image_parts(self) -> list[tuple[int, "ImagePart"]]:
+        """``(part index, part)`` of the content's image parts, in order (empty for text)."""
+        if not isinstance(self.content, list):
+            return []
+        return [(j, p) for j, p in enumerate(self.content) if isinstance(p, ImagePart)]
 
 
 class FunctionDef(_Lenient):

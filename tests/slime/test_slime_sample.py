@@ -85,3 +85,47 @@ def test_from_dict_rejects_unknown_and_missing_keys():
 def test_empty_response_is_valid():
     s = Sample(tokens=[1, 2], response_length=0, rollout_log_probs=[])
     assert s.prompt_length == 2 and s.loss_mask == []
+
+
+def _with_images(n_patches=4, grid=((1, 2, 2),)):
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    return Sample(tokens=[1, 2, 3], response_length=1, rollout_log_probs=[-0.5],
+                  multimodal_train_inputs={"pixel_values": torch.rand(n_patches, 6, generator=g),
+                                           "image_grid_thw": [list(r) for r in grid]})
+
+
+def test_multimodal_train_inputs_round_trip_through_json():
+    import torch
+
+    s = _with_images()
+    assert s.multimodal_train_inputs["image_grid_thw"].dtype == torch.long
+    back = Sample.from_dict(json.loads(json.dumps(s.to_dict())))
+    assert back == s and torch.equal(back.multimodal_train_inputs["pixel_values"], s.multimodal_train_inputs["pixel_values"])
+    text = Sample(tokens=[1, 2, 3], response_length=1, rollout_log_probs=[-0.5])
+    assert "multimodal_train_inputs" not in text.to_dict() and text != s
+
+
+@pytest.mark.parametrize("inputs, needle", [
+    ({"pixel_values": [[0.0] * 6] * 3, "image_grid_thw": [[1, 2, 2]]}, "sum(t*h*w)=4"),
+    ({"pixel_values": [[0.0] * 6] * 4}, "together"),
+    ({"pixel_values": [[float("nan")] * 6] * 4, "image_grid_thw": [[1, 2, 2]]}, "finite"),
+    ({"pixel_values": [[0.0] * 6] * 4, "image_grid_thw": [[1, 0, 2]]}, "positive"),
+    ({"pixel_values": "abc", "image_grid_thw": [[1, 2, 2]]}, "nested list"),
+])
+def test_bad_multimodal_train_inputs_are_refused(inputs, needle):
+    with pytest.raises(ValueError, match="multimodal_train_inputs") as err:
+        Sample(tokens=[1, 2, 3], response_length=1, rollout_log_probs=[-0.5], multimodal_train_inputs=inputs)
+    assert needle in str(err.value)
+
+
+def test_collate_concatenates_images_in_batch_order():
+    from slime.batch import collate_samples
+
+    a, b = _with_images(), _with_images(8, ((1, 2, 2), (1, 2, 2)))
+    text = Sample(tokens=[1, 2], response_length=1, rollout_log_probs=[-0.1])
+    batch = collate_samples([a, text, b])
+    assert batch.multimodal["image_grid_thw"].tolist() == [[1, 2, 2]] * 3
+    assert batch.multimodal["pixel_values"].shape == (12, 6)
+    assert collate_samples([text]).multimodal is None

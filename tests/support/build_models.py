@@ -17,7 +17,7 @@ def main() -> int:
     from openclaw_rl.models import resolve_model_path
     from tests.support.tool_model import recipe_key, tool_model_path
 
-    for name in ("builtin:tiny-qwen3", "builtin:smollm2-135m"):
+    for name in ("builtin:tiny-qwen3", "builtin:smollm2-135m", "builtin:tiny-qwen2-vl"):
         t0 = time.time()
         path = resolve_model_path(name)
         print(f"test models: {name} -> {path} ({time.time() - t0:.0f} s)", flush=True)
