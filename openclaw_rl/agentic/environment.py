@@ -12,8 +12,8 @@ family is used, so registering never imports the family's code:
 - ``path/to/file.py:function`` (resolved like slime's plugin paths: working directory, then repo).
 
 The factory is called as ``factory(task_key, task)`` where ``task`` is the dataset row's
-``metadata`` dict, and returns an :class:`Environment`. Built-in names: ``math_tool`` and
-``terminal`` (the interfaces note of issue 13).
+``metadata`` dict, and returns an :class:`Environment`. Built-in names: ``math_tool``,
+``terminal`` (the interfaces note of issue 13) and ``swe`` (issue 14).
 """
 
 from __future__ import annotations
@@ -83,6 +83,7 @@ class EnvRegistryError(ValueError):
 _BUILTIN = {
     "math_tool": "openclaw_rl.envs.math_tool.env:make_env",
     "terminal": "openclaw_rl.envs.terminal.env:make_env",
+    "swe": "openclaw_rl.envs.swe.env:make_env",
 }
 _specs: dict[str, str | EnvFactory] = dict(_BUILTIN)
 _loaded: dict[str, EnvFactory] = {}
