@@ -1,10 +1,11 @@
-"""``openclaw-rl eval --eval-tasks math-tool`` / ``terminal``: held-out agent episodes through the evaluation
+"""``openclaw-rl eval --eval-tasks math-tool`` / ``terminal`` / ``swe``: held-out agent episodes through the evaluation
 harness (real server, real sandbox, real scoring), recorded as side turns, with the same result
 file and interval as the other tasks. What the random tiny model answers is not asserted."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -20,12 +21,14 @@ pytestmark = pytest.mark.skipif(not sandbox_available()[0], reason=f"no sandbox:
 @pytest.mark.parametrize("task,id_prefix,scores", [
     ("math-tool", "gsm8k/", None),                  # the math reward: 1, or upstream's shaped -1.1 .. -0.6
     ("terminal", "agentbench-os-dev-", {-1.0, 1.0}),  # the task checks' 2*acc - 1
+    ("swe", "ipi-", {-1.0, 1.0}),                     # resolved +1 / not -1 (mini-swe-agent loop)
 ])
 def test_agent_eval_runs_held_out_episodes(tiny_server, tmp_path, task, id_prefix, scores):
     args = [sys.executable, "-m", "openclaw_rl.cli", "eval", "--server-url", tiny_server.base_url, "--api-key",
             "sk-test", "--out", str(tmp_path), "--no-progress", "--eval-tasks", task, "--limit", "2",
             "--max-tokens", "16"]
-    r = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=600)
+    env = {**os.environ, "SWE_STEP_LIMIT": "2"}  # swe: mini-swe-agent's config allows 250 steps
+    r = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     [items] = list((tmp_path / "items").glob(f"*/{task}.jsonl"))
     rows = [json.loads(x) for x in items.read_text().splitlines()]
@@ -40,4 +43,4 @@ def test_agent_eval_runs_held_out_episodes(tiny_server, tmp_path, task, id_prefi
 
 
 def test_agent_tasks_are_named_but_not_default():
-    assert {"math-tool", "terminal"} <= set(TASK_NAMES) and not {"math-tool", "terminal"} & set(DEFAULT_TASKS)
+    assert {"math-tool", "terminal", "swe"} <= set(TASK_NAMES) and not {"math-tool", "terminal", "swe"} & set(DEFAULT_TASKS)
