@@ -69,6 +69,8 @@ def test_exec_server_api_and_bad_input(tmp_path):
         cid2 = _post(url, "/container/create", {"image": inst["image"]})["container_id"]
         full = _post(url, "/container/create", {"image": inst["image"]}, status=429)
         assert full["error"]["code"] == "capacity"
+        # a full server still scores: an evaluation's fresh copy takes no slot
+        assert _post(url, "/container/evaluate", {"container_id": cid2, "patch": diff, "eval_script": inst["eval_script"]})["resolved"]
         _post(url, "/container/destroy", {"container_id": cid2})
         for image in ("/etc", "relative/path", str(DATA / "nope")):
             assert _post(url, "/container/create", {"image": image}, status=400)["error"]["code"] == "invalid_image"

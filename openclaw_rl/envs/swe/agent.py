@@ -7,8 +7,8 @@ Per step (as mini-swe-agent's ``DefaultAgent`` with a text-based model):
    its exact prompt ids, sampled ids, logprobs and weight version; the reply goes back verbatim,
    so the server's token-exact continuation builds the next prompt);
 2. the reply must hold exactly one bash block (the config's ``action_regex``, ```` ```mswea_bash_command ````);
-   otherwise the config's ``format_error_template`` is the observation (also for a reply cut by
-   the length limit) and the episode goes on;
+   otherwise the config's ``format_error_template`` is the observation (its ``finish_reason``
+   branch tells a reply cut by the length limit) and the episode goes on;
 3. the command runs in the container (:meth:`~.env.SweEnv.run_command`); the rendered
    observation (head and tail of a long output) is the next user message;
 4. the episode ends when the agent submits (``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``), at
@@ -102,7 +102,7 @@ async def run_swe_episode(chat: Any, env: Any, sampling_params: dict, step_limit
             env.note_reply(content)
             messages.append({"role": "assistant", "content": content})
             command, actions = parse_action(content, env.config.action_regex)
-            if command is None or message.get("finish_reason") == "length":
+            if command is None:
                 state["format_errors"] += 1
                 error = f"Expected exactly 1 action, found {len(actions)}."
                 obs = env.config.format_error(error, actions, message.get("finish_reason"), env.cwd)

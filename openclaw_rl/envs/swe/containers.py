@@ -54,6 +54,7 @@ class Container:
     box: Sandbox
     created: float = field(default_factory=time.time)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    eval_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class ContainerManager:
@@ -85,12 +86,14 @@ class ContainerManager:
                                  f"({', '.join(map(str, self.image_roots))})")
         return path
 
-    def _new_box(self, image_dir: Path, cwd: str, files: dict[str, str] | None) -> Sandbox:
+    def _new_box(self, image_dir: Path, cwd: str, files: dict[str, str] | None, counted: bool = True) -> Sandbox:
+        """A prepared sandbox with a copy of ``image_dir``; ``counted``: it takes a capacity slot
+        (an evaluation's scratch copy does not: at most one per live container, under its lock)."""
         with self._lock:
-            if len(self._live) + self._reserved >= self.max_containers:
+            if counted and len(self._live) + self._reserved >= self.max_containers:
                 raise ContainerError(429, "capacity", f"{len(self._live)}/{self.max_containers} containers live; "
                                      "destroy one or retry later")
-            self._reserved += 1
+            self._reserved += counted
         try:
             box = Sandbox(copy_dirs={str(image_dir): cwd}, files=files, limits=self.limits, workdir=cwd)
             r = box.run(_PREPARE, timeout=30)
@@ -102,7 +105,7 @@ class ContainerManager:
             raise ContainerError(500, "sandbox_error", str(exc)) from None
         finally:
             with self._lock:
-                self._reserved -= 1
+                self._reserved -= counted
 
     def get(self, container_id: str) -> Container:
         """The live container ``container_id``. Raises ContainerError 404 ``container_not_found``."""
@@ -178,12 +181,17 @@ class ContainerManager:
         Returns:
             ``{"resolved", "applied", "returncode", "output"}``: resolved when the patch applied
             and the script exited 0; a patch that does not apply is unresolved with git's reason.
+            One evaluation per container at a time; its scratch copy takes no capacity slot.
 
         Raises:
             ContainerError: 404 unknown container; ``capacity`` / ``sandbox_error`` for the copy.
         """
         c = self.get(container_id)
-        box = self._new_box(Path(c.image), c.cwd, {_PATCH_FILE: patch or ""})
+        with c.eval_lock:
+            return self._evaluate(c, patch, eval_script, timeout)
+
+    def _evaluate(self, c: Container, patch: str, eval_script: str, timeout: float) -> dict:
+        box = self._new_box(Path(c.image), c.cwd, {_PATCH_FILE: patch or ""}, counted=False)
         try:
             applied, out = True, ""
             if (patch or "").strip():
