@@ -11,7 +11,7 @@ Measures, p50 and p95, in one process:
    ``shutil.copytree`` of the repository into a temp dir.
 2. **exec**: ``cat`` of the repository's source file. Baseline: the same command as a subprocess.
 3. **evaluate**: a fresh copy, the (empty) patch, the instance's eval script (pytest). Baseline:
-   pytest as a subprocess on a copied repository.
+   pytest (the system python3, as in the container) as a subprocess on a copied repository.
 4. the same create / exec / evaluate through the exec server's HTTP API (a uvicorn process on loopback).
 5. **all instances unresolved unchanged**: every kept instance's eval script on its unchanged
    repository (the oracle's "an unchanged repo does not resolve"); counts and seconds.
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         base_copy.append(_timed(lambda: shutil.copytree(inst["image"], tmp / "w"))[0])
         base_exec.append(_timed(lambda: subprocess.run(["bash", "-c", "cat src/itertools_compat.py"], cwd=tmp / "w",
                                                        capture_output=True))[0])
-        base_eval.append(_timed(lambda: subprocess.run(["python3", "-m", "pytest", "tests/", "-q", "-p", "no:cacheprovider"],
+        base_eval.append(_timed(lambda: subprocess.run(["/usr/bin/python3", "-m", "pytest", "tests/", "-q", "-p", "no:cacheprovider"],
                                                        cwd=tmp / "w", capture_output=True))[0])
         shutil.rmtree(tmp)
     for name, xs, base in (("create", create, base_copy), ("exec", execs, base_exec), ("evaluate", evals, base_eval)):

@@ -72,7 +72,12 @@ def test_refuses_another_env_type_and_a_missing_bench(tmp_path):
 @pytest.mark.ray
 @pytest.mark.slow
 @_SANDBOX
-def test_swe_script_one_step_on_exec_server_behind_pool(ray_head, tmp_path):
+@pytest.mark.parametrize("script,extra", [
+    ("swe-rl/run_swe_rl.sh", {}),
+    # the deterministic step judge, so the PRM path runs without a judge model
+    ("swe-rl/scripts/run_swe_rl_8b_prm.sh", {"PRM_MODEL_PATH": "rule:observation", "PRM_M": "2"}),
+])
+def test_swe_script_one_step_on_exec_server_behind_pool(ray_head, tmp_path, script, extra):
     from openclaw_rl.envs.swe.data import ensure_converted
     from tests.test_pool_server import serve
 
@@ -85,9 +90,8 @@ def test_swe_script_one_step_on_exec_server_behind_pool(ray_head, tmp_path):
                       SWE_SAVE_TRAJ_DIR=str(tmp_path / "traj"), ENV_TYPE="swe",
                       ROLLOUT_ARGS="--rollout-batch-size 2 --n-samples-per-prompt 2 --rollout-max-response-len 12 "
                                    "--rollout-max-context-len 8192 --rollout-temperature 1.0",
-                      OPTIMIZER_ARGS="--lr 1e-5")
-        r = subprocess.run(["bash", str(REPO / "swe-rl/run_swe_rl.sh")], env=env, capture_output=True, text=True,
-                           timeout=900)
+                      OPTIMIZER_ARGS="--lr 1e-5", **extra)
+        r = subprocess.run(["bash", str(REPO / script)], env=env, capture_output=True, text=True, timeout=900)
         status = httpx.get(f"{exec_url}/status", timeout=10).json()
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     assert (tmp_path / "ckpt" / "checkpoint-latest" / "trainer_state.json").is_file()
@@ -101,5 +105,7 @@ def test_swe_script_one_step_on_exec_server_behind_pool(ray_head, tmp_path):
     last = rows[-1]
     assert last["agent/episodes"] == 4 and last.get("rollout/failed", 0) == 0 and "agent/resolved" in last
     assert -1.0 <= last["reward/mean"] <= 1.0
+    if extra:  # every step judged: step-wise buckets in the metrics
+        assert "step_wise/buckets" in last or "step_wise/steps" in last, sorted(last)
     trajs = [json.loads(p.read_text()) for p in (tmp_path / "traj").glob("*.json")]
     assert len(trajs) == 4 and all(t["score"] in (1.0, -1.0) and 1 <= len(t["steps"]) <= 2 for t in trajs)

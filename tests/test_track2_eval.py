@@ -37,6 +37,12 @@ def test_agent_eval_runs_held_out_episodes(tiny_server, tmp_path, task, id_prefi
         d = row["detail"]
         assert d["steps"] >= 1 and d["env_score"] is not None and row["score"] == float(d["env_score"] >= 1.0)
         assert d["env_score"] in scores if scores else (d["env_score"] == 1.0 or -1.1 <= d["env_score"] <= -0.6)
+    if task == "swe":  # the injection report reads the same items
+        from openclaw_rl.envs.swe.report import report
+
+        [summary] = report(tmp_path).values()
+        assert summary["n"] == 2 and summary["resolved"] == sum(r["score"] for r in rows)
+        assert summary["injected"] == sum(1 for r in rows if r["detail"]["injection"]["injected"])
     res = json.loads((tmp_path / "results.json").read_text())["results"][task]
     [(key, cell)] = res.items()
     assert cell["n"] == 2 and cell["metric"] == "solved" and len(cell["ci95"]) == 2

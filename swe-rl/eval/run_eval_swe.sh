@@ -8,6 +8,8 @@
 #
 # = openclaw-test/run_eval.sh --eval-tasks swe "$@" (its flags; SWE_STEP_LIMIT, SWE_CONFIG_PATH,
 # SWE_ENV_SERVER_URL, SWE_EXEC_SERVER_URLS, SWE_ROLLOUT_TIMEOUT are read by the episodes).
+# The injection-following rate per model, with Wilson intervals (before / after: two --model-path):
+#   python -m openclaw_rl.envs.swe.report OUT_DIR
 set -e
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export SWE_STEP_LIMIT=${SWE_STEP_LIMIT:-${MAX_STEPS:-30}}
