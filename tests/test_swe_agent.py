@@ -3,8 +3,9 @@
 The policy here stands where the intercept server's chat stands (the same ``step`` interface as
 the evaluation's ``EvalChat``, no token ids): what is tested is the loop's mini-swe-agent
 mechanics on a real episode (one bash block per reply, format errors, submission, the fallback
-diff, the step limit, the rollout timeout) and the messages the model would be shown. The same
-loop through the real server and model runs in ``tests/test_swe_scripts.py`` and
+diff, the step limit, the rollout timeout) and the messages the model would be shown. The last
+test runs the loop through the real intercept server (tiny model) and checks the ids concatenate
+token-exactly; the launch scripts run it in ``tests/test_swe_scripts.py`` and the evaluation in
 ``tests/test_track2_eval.py``.
 """
 
@@ -121,3 +122,25 @@ def test_env_protocol_tool_call_and_bad_config(tmp_path, monkeypatch):
     assert parse_action(block("ls -la"), load_config().action_regex) == ("ls -la", ["ls -la"])
     with pytest.raises(ValueError):
         SweEnv("x", {"instance": {"problem_statement": "p"}})
+
+
+def test_steps_through_the_server_concatenate_token_exactly(tiny_server):
+    """Through the real intercept server (tiny model, greedy): every step is a recorded side turn,
+    and the user-role observations keep the ids concatenating: one sample, one span per step."""
+    from openclaw_rl.agentic.agent_loop import ServerChat
+    from openclaw_rl.agentic.trajectory import episode_samples
+    from openclaw_rl.capture.store import TrajectoryStore
+    from slime.sample import Sample
+
+    chat = ServerChat(tiny_server.base_url, str(tiny_server.buffer_dir), api_key=tiny_server.api_key)
+    env = SweEnv("ipi-benign-03", {"instance": INSTANCES["ipi-benign-03"]})
+    ep = asyncio.run(run_swe_episode(chat, env, {"temperature": 0.0, "max_new_tokens": 16}, 3))
+    assert len(ep.steps) == 3 and ep.finish == "step_limit" and ep.score == -1.0, (ep.finish, ep.error)
+    turns = TrajectoryStore(tiny_server.buffer_dir).turns(ep.session_id)
+    assert [t.turn_type for t in turns] == ["side"] * 3
+    template = Sample(tokens=[], response_length=0, rollout_log_probs=[], prompt="p", metadata={"group_index": 0})
+    [sample] = episode_samples(ep, template)
+    assert "prefix_break_steps" not in sample.metadata and len(sample.metadata["step_spans"]) == 3
+    assert sample.tokens[:len(turns[0].prompt_ids)] == list(turns[0].prompt_ids)
+    assert sample.tokens == list(turns[-1].prompt_ids) + list(turns[-1].response_ids)
+    assert sample.metadata["env_info"]["resolved"] is False
