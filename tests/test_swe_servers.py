@@ -74,6 +74,8 @@ def test_exec_server_api_and_bad_input(tmp_path):
         _post(url, "/container/destroy", {"container_id": cid2})
         for image in ("/etc", "relative/path", str(DATA / "nope")):
             assert _post(url, "/container/create", {"image": image}, status=400)["error"]["code"] == "invalid_image"
+        for body in ({"cwd": "/"}, {"files": {"/proc/x": "y"}}, {"cwd": "rel"}):
+            assert _post(url, "/container/create", {"image": inst["image"], **body}, 400)["error"]["code"] == "invalid_value"
         assert _post(url, "/container/exec", {"container_id": "ctr-nope", "command": "ls"}, 404)["error"]["code"] == "container_not_found"
         assert _post(url, "/container/exec", {"container_id": cid}, 422)["error"]["code"] == "invalid_value"
         r = httpx.post(f"{url}/container/exec", content=b"{not json", headers={"content-type": "application/json"})

@@ -9,7 +9,8 @@ both). :class:`ContainerManager` keeps the live containers of one process, threa
 server (:mod:`.exec_server`) serves it over HTTP.
 
 Errors are :class:`ContainerError` with an HTTP status and a code: ``container_not_found`` (404),
-``invalid_image`` (400, not a directory or outside the allowed image roots), ``capacity`` (429),
+``invalid_image`` (400, not a directory or outside the allowed image roots), ``invalid_value``
+(400, a ``cwd`` or planted file path the sandbox cannot hold), ``capacity`` (429),
 ``sandbox_error`` (500).
 """
 
@@ -103,6 +104,8 @@ class ContainerManager:
             return box
         except SandboxError as exc:
             raise ContainerError(500, "sandbox_error", str(exc)) from None
+        except ValueError as exc:  # a cwd or file path the sandbox cannot hold (/, /proc/...)
+            raise ContainerError(400, "invalid_value", str(exc)) from None
         finally:
             with self._lock:
                 self._reserved -= counted
