@@ -27,7 +27,7 @@ def test_agent_eval_runs_held_out_episodes(tiny_server, tmp_path, task, id_prefi
     args = [sys.executable, "-m", "openclaw_rl.cli", "eval", "--server-url", tiny_server.base_url, "--api-key",
             "sk-test", "--out", str(tmp_path), "--no-progress", "--eval-tasks", task, "--limit", "2",
             "--max-tokens", "16"]
-    env = {**os.environ, "SWE_STEP_LIMIT": "2"}  # swe: mini-swe-agent's config allows 250 steps
+    env = {**os.environ, "SWE_STEP_LIMIT": "1"}  # swe: mini-swe-agent's config allows 250 steps
     r = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     [items] = list((tmp_path / "items").glob(f"*/{task}.jsonl"))
