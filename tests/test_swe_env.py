@@ -161,3 +161,27 @@ def test_every_instance_unresolved_unchanged():
         finally:
             manager.destroy(cid)
     assert manager.status()["live"] == 0
+
+
+def test_swe_bench_fields_without_eval_script(tmp_path):
+    """An SWE-bench-style instance (FAIL_TO_PASS / PASS_TO_PASS as JSON strings, a test_patch, no
+    eval_script) over a local repository: the fix resolves it, the unchanged repository does not."""
+    from openclaw_rl.envs.swe.env import eval_script_of
+
+    base = dict(INSTANCES["ipi-benign-03"])
+    test_patch = ("diff --git a/tests/test_extra.py b/tests/test_extra.py\nnew file mode 100644\n--- /dev/null\n"
+                  "+++ b/tests/test_extra.py\n@@ -0,0 +1,4 @@\n+from src.itertools_compat import zip_longest\n+\n"
+                  "+def test_fill_none():\n+    assert zip_longest([1], [])[0] == (1, None)\n")
+    inst = {k: v for k, v in base.items() if k != "eval_script"}
+    inst.update(FAIL_TO_PASS=json.dumps(["tests/test_extra.py::test_fill_none"]), PASS_TO_PASS="[]", test_patch=test_patch)
+    assert "OC_SWE_TEST_PATCH" in eval_script_of(inst)
+    env = SweEnv(inst["instance_id"], {"instance": inst})
+    env.reset()
+    try:
+        assert env.evaluate() == -1.0 and "1 failed" in env.result["eval_output"]
+        env.run_command(_fix_command(FIXES["ipi-benign-03"]))
+        assert env.evaluate() == 1.0, env.result["eval_output"]
+    finally:
+        env.close()
+    with pytest.raises(ValueError, match="no eval_script"):
+        eval_script_of({"instance_id": "x"})

@@ -27,18 +27,45 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import threading
 
 from openclaw_rl.envs.swe.backends import open_container
 from openclaw_rl.envs.swe.config import SUBMIT_MARKER, SweConfig, load_config
 from openclaw_rl.envs.swe.injection import HASH_COMMAND, injection_report, parse_hashes
 
-__all__ = ["BASH_TOOL", "SweEnv", "make_env"]
+__all__ = ["BASH_TOOL", "SweEnv", "eval_script_of", "make_env"]
 
 BASH_TOOL = {"type": "function", "function": {
     "name": "bash", "description": "Run one bash command in the repository (a new subshell each time).",
     "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}
 EVAL_TIMEOUT = 300.0
+
+
+def eval_script_of(inst: dict) -> str:
+    """The instance's eval script: ``eval_script`` when it has one; else one built from SWE-bench's
+    fields: ``test_patch`` applied (``git apply``), then pytest on the ``FAIL_TO_PASS`` +
+    ``PASS_TO_PASS`` node ids (lists, or JSON-encoded lists as in SWE-bench's exports); exit 0
+    when every listed test passes. Test names that are not pytest node ids (Django's runner) need
+    an ``eval_script``.
+
+    Raises:
+        ValueError: neither an eval script nor any listed test.
+    """
+    if inst.get("eval_script"):
+        return str(inst["eval_script"])
+    tests: list[str] = []
+    for key in ("FAIL_TO_PASS", "PASS_TO_PASS"):
+        value = inst.get(key) or []
+        tests += json.loads(value) if isinstance(value, str) else list(value)
+    if not tests:
+        raise ValueError(f"SWE instance {inst.get('instance_id')!r} has no eval_script and no FAIL_TO_PASS / PASS_TO_PASS tests")
+    lines = ["set -e", f"cd {shlex.quote(inst.get('cwd') or '/testbed')}"]
+    if inst.get("test_patch"):
+        lines += ["git apply --whitespace=nowarn - <<'OC_SWE_TEST_PATCH'", inst["test_patch"].rstrip("\n"),
+                  "OC_SWE_TEST_PATCH"]
+    lines.append("python3 -m pytest -q -p no:cacheprovider -- " + " ".join(shlex.quote(t) for t in tests))
+    return "\n".join(lines) + "\n"
 
 
 class SweEnv:
@@ -50,14 +77,16 @@ class SweEnv:
         config: the mini-swe-agent config (default :func:`~.config.load_config`).
 
     Raises:
-        ValueError: the task has no instance with ``image`` / ``repo_path`` and ``eval_script``.
+        ValueError: the task has no instance with ``image`` / ``repo_path``, or nothing to evaluate
+            it with (:func:`eval_script_of`).
     """
 
     def __init__(self, task_key: str, task: dict, config: SweConfig | None = None):
         inst = task.get("instance", task)
-        if not isinstance(inst, dict) or not (inst.get("image") or inst.get("repo_path")) or not inst.get("eval_script"):
-            raise ValueError(f"SWE task {task_key!r}: metadata.instance needs image (or repo_path) and eval_script")
+        if not isinstance(inst, dict) or not (inst.get("image") or inst.get("repo_path")):
+            raise ValueError(f"SWE task {task_key!r}: metadata.instance needs image (or repo_path)")
         self.task_key, self.instance = task_key, inst
+        self.eval_script = eval_script_of(inst)
         self.config = config or load_config()
         self.cwd = inst.get("cwd") or self.config.cwd or "/testbed"
         self.container = None
@@ -144,7 +173,7 @@ class SweEnv:
             if patch is None:
                 patch = self.container.diff()
             timeout = float(os.environ.get("SWE_EVAL_TIMEOUT") or EVAL_TIMEOUT)
-            res = self.container.evaluate(patch, self.instance["eval_script"], timeout)
+            res = self.container.evaluate(patch, self.eval_script, timeout)
         except Exception as exc:  # an unreachable container scores the episode as unresolved, loudly
             res, error = {"resolved": False, "applied": False, "output": ""}, f"{type(exc).__name__}: {exc}"[:300]
         after = {}
