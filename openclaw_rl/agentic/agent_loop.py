@@ -91,6 +91,8 @@ class Episode:
             long), or ``error`` (the server or the environment failed; ``error`` says why).
         score: ``env.evaluate`` of the episode (None when it could not be scored).
         error: one line, when ``finish == "error"`` or scoring failed.
+        info: family-specific results of the episode (e.g. swe-rl's resolved / patch / injection
+            report), copied into every sample's ``metadata["env_info"]``.
     """
 
     session_id: str
@@ -100,6 +102,7 @@ class Episode:
     finish: str
     score: float | None
     error: str | None = None
+    info: dict = field(default_factory=dict)
 
     @property
     def num_tool_calls(self) -> int:

@@ -13,7 +13,7 @@ family is used, so registering never imports the family's code:
 
 The factory is called as ``factory(task_key, task)`` where ``task`` is the dataset row's
 ``metadata`` dict, and returns an :class:`Environment`. Built-in names: ``math_tool``,
-``terminal`` (the interfaces note of issue 13) and ``gui`` (issue 14).
+``terminal`` (the interfaces note of issue 13), ``swe`` and ``gui`` (issue 14).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class EnvRegistryError(ValueError):
 _BUILTIN = {
     "math_tool": "openclaw_rl.envs.math_tool.env:make_env",
     "terminal": "openclaw_rl.envs.terminal.env:make_env",
-    "gui": "openclaw_rl.envs.gui.env:make_env",
+``terminal`` (the interfaces note of issue 13), ``swe`` and ``gui`` (issue 14).
 }
 _specs: dict[str, str | EnvFactory] = dict(_BUILTIN)
 _loaded: dict[str, EnvFactory] = {}

@@ -9,6 +9,9 @@ family          env_type      data (generated once into ``$OPENCLAW_RL_CACHE/dat
 ``terminal``    ``terminal``  AgentBench OS tasks converted to task folders (its own cache,
                               :mod:`openclaw_rl.envs.terminal.data`); train: AgentBench's test
                               tasks, held out: its dev tasks
+``swe``         ``swe``       the inspect-evals ``ipi_coding_agent`` repositories as SWE-bench
+                              instances (its own cache, :mod:`openclaw_rl.envs.swe.data`); train /
+                              eval: disjoint repositories, every third per injection vector held out
 ``gui``         ``gui``       MiniWoB++ pages x seeds (its own cache, :mod:`openclaw_rl.envs.gui.data`;
                               ``GUI_TRAIN_META_PATH`` / ``GUI_EVAL_META_PATH`` name other pages);
                               pages split by base task, train and eval disjoint
@@ -52,6 +55,8 @@ class Family:
             (then ``builder`` is unused), with ``eval_split`` the name of its held-out split.
         max_turns_fn: ``module:function() -> int`` when the family's own config holds its turn
             limit (then ``max_turns_env`` is unused).
+        episode_fn: ``module:function`` of the family's own episode runner (the ``episode_fn``
+            of :func:`openclaw_rl.agentic.generate.generate_agent`), or None for the tool-call loop.
     """
 
     name: str
@@ -64,6 +69,7 @@ class Family:
     dataset_fn: str | None = None
     eval_split: str = "eval"
     max_turns_fn: str | None = None
+    episode_fn: str | None = None
 
     def _attr(self, spec: str):
         module, _, name = spec.partition(":")
@@ -88,6 +94,10 @@ class Family:
         """The family's system message, or None."""
         return self._attr(self.system_prompt) if self.system_prompt else None
 
+    def episode_runner(self):
+        """The family's episode runner (``episode_fn``), or None."""
+        return self._attr(self.episode_fn) if self.episode_fn else None
+
     def build(self, out_dir: Path) -> None:
         """Write this family's ``train.jsonl`` / ``eval.jsonl`` into ``out_dir``."""
         self._attr(self.builder)(out_dir)
@@ -98,6 +108,9 @@ FAMILIES: dict[str, Family] = {
                         None, 16, max_turns_fn="openclaw_rl.envs.math_tool.tools_config:max_turns"),
     "terminal": Family("terminal", "terminal", "", "1", "MAX_STEPS", 20,
                        dataset_fn="openclaw_rl.envs.terminal.data:dataset_path", eval_split="heldout"),
+    "swe": Family("swe", "swe", "", "1", None, 250, dataset_fn="openclaw_rl.envs.swe.data:dataset_path",
+                  max_turns_fn="openclaw_rl.envs.swe.config:step_limit",
+                  episode_fn="openclaw_rl.envs.swe.agent:swe_episode"),
     "gui": Family("gui", "gui", "", "1", "GUI_MAX_STEPS", 15,
                   system_prompt="openclaw_rl.envs.gui.prompts:SYSTEM_PROMPT",
                   dataset_fn="openclaw_rl.envs.gui.data:dataset_path"),
@@ -144,7 +157,8 @@ def eval_task(name: str):
     from openclaw_rl.evaluation.tasks.agentic import AgentTask
 
     fam = family(name)
-    return AgentTask(fam.name, fam.env_type, dataset_path(fam.name, "eval"), fam.max_turns(), fam.system())
+    return AgentTask(fam.name, fam.env_type, dataset_path(fam.name, "eval"), fam.max_turns(), fam.system(),
+                     episode_fn=fam.episode_fn)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -137,7 +137,7 @@ async def _step_scores(args: Any, episode) -> list[float] | None:
 
 
 async def generate_agent(args: Any, sample: Sample, sampling_params: dict, *, max_turns: int,
-                         system_prompt: str | None = None) -> list[Sample]:
+                         system_prompt: str | None = None, episode_fn: Any = None) -> list[Sample]:
     """Run one episode for ``sample`` and return its training samples (module docstring).
 
     Args:
@@ -147,6 +147,10 @@ async def generate_agent(args: Any, sample: Sample, sampling_params: dict, *, ma
         sampling_params: per-step sampling (``temperature``, ``top_p``, ``max_new_tokens``, ``stop``).
         max_turns: the most model replies per episode.
         system_prompt: an optional system message.
+        episode_fn: a family's own episode runner, ``async (chat, task_key, metadata,
+            sampling_params, max_turns, session_id) -> Episode`` (it opens and closes its
+            environment itself; swe-rl's mini-swe-agent loop); default: :func:`open_env` +
+            :func:`~openclaw_rl.agentic.agent_loop.run_episode`.
 
     Returns:
         The episode's samples (:func:`openclaw_rl.agentic.trajectory.episode_samples`); a
@@ -164,9 +168,13 @@ async def generate_agent(args: Any, sample: Sample, sampling_params: dict, *, ma
     chat = _chat(args)
     trajectory_id = uuid.uuid4().hex
     async with _slots():
-        env = await open_env(str(env_type), str(task_key), dict(meta), request_id=trajectory_id)
-        episode = await run_episode(chat, env, sampling_params, max_turns, system_prompt=system_prompt,
-                                    session_id=f"agent:{trajectory_id}")
+        if episode_fn is not None:
+            episode = await episode_fn(chat, str(task_key), dict(meta), sampling_params, max_turns,
+                                       f"agent:{trajectory_id}")
+        else:
+            env = await open_env(str(env_type), str(task_key), dict(meta), request_id=trajectory_id)
+            episode = await run_episode(chat, env, sampling_params, max_turns, system_prompt=system_prompt,
+                                        session_id=f"agent:{trajectory_id}")
     scores = await _step_scores(args, episode)
     return episode_samples(episode, sample, dynamic_history=bool(getattr(args, "dynamic_history", False)),
                            step_prm_scores=scores, trajectory_id=trajectory_id)

@@ -140,6 +140,8 @@ class LeasePool:
             env = await self._in_thread(self._factory, env_type, task_key, task)
         except EnvRegistryError as exc:
             raise PoolError(400, "invalid_env_type", str(exc)) from exc
+        except PoolError:  # a factory that judged the request itself (e.g. a bad image: 400)
+            raise
         except Exception as exc:
             log.exception("building %s environment for task %s failed", env_type, task_key)
             raise PoolError(500, "env_error", f"building the {env_type} environment for task "

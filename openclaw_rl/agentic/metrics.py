@@ -23,7 +23,10 @@ def episode_metrics(samples: Sequence[Sample]) -> dict[str, float]:
         ``agent/episodes``; means per episode of ``agent/steps``, ``agent/tool_calls`` and
         ``agent/env_score`` (over scored episodes); ``agent/finish/<reason>`` (share of episodes
         that ended that way: answered, max_turns, length, context, error); ``agent/prefix_breaks``
-        (episodes whose ids did not concatenate somewhere).
+        (episodes whose ids did not concatenate somewhere); from a family's ``env_info`` (swe-rl):
+        ``agent/resolved`` and, over the episodes on injected repositories,
+        ``agent/injection_followed`` (share that followed the planted instruction) and
+        ``agent/injected_episodes``.
     """
     first: dict[str, dict] = {}
     for s in samples:
@@ -41,6 +44,15 @@ def episode_metrics(samples: Sequence[Sample]) -> dict[str, float]:
     scores = [float(m["env_score"]) for m in metas if m.get("env_score") is not None]
     if scores:
         out["agent/env_score"] = statistics.fmean(scores)
+    infos = [m.get("env_info") or {} for m in metas]
+    resolved = [float(bool(i["resolved"])) for i in infos if "resolved" in i]
+    if resolved:
+        out["agent/resolved"] = statistics.fmean(resolved)
+    followed = [float(bool(i["injection"]["followed"])) for i in infos
+                if isinstance(i.get("injection"), dict) and i["injection"].get("followed") is not None]
+    if followed:  # swe-rl: episodes on injected repositories that followed the planted instruction
+        out["agent/injection_followed"] = statistics.fmean(followed)
+        out["agent/injected_episodes"] = float(len(followed))
     for reason, k in Counter(str(m.get("finish", "unknown")) for m in metas).items():
         out[f"agent/finish/{reason}"] = k / n
     return out

@@ -18,7 +18,7 @@ Every sample carries the metadata the step-wise estimator reads
 action in response coordinates), ``step_indices`` (the step number of each span),
 ``step_prm_scores`` (aligned with the spans; present when a step PRM scored the episode), and
 the episode's ``env_score``, ``finish``, ``num_steps``, ``tool_calls`` (count),
-``final_response``, ``session_id`` and ``turn_ids``. ``Sample.reward`` is preset to the
+``final_response``, ``session_id``, ``turn_ids`` and the family's ``env_info`` (``Episode.info``). ``Sample.reward`` is preset to the
 environment's score (the reward plugin may replace it; every sample of a trajectory gets the
 same outcome).
 """
@@ -40,7 +40,8 @@ def _base_metadata(episode: Episode, trajectory_id: str) -> dict:
     return {"trajectory_id": trajectory_id, "env_score": episode.score, "finish": episode.finish,
             "num_steps": len(episode.steps), "tool_calls": episode.num_tool_calls,
             "final_response": episode.final_response, "session_id": episode.session_id,
-            **({"episode_error": episode.error} if episode.error else {})}
+            **({"episode_error": episode.error} if episode.error else {}),
+            **({"env_info": dict(episode.info)} if episode.info else {})}
 
 
 class _Segment:

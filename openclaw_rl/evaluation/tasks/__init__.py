@@ -39,7 +39,7 @@ def make_task(name: str, **options) -> Task:
 
 
 #: the Track 2 agent families' held-out episodes (:mod:`openclaw_rl.evaluation.tasks.agentic`)
-AGENT_TASKS = ("math-tool", "terminal", "gui")
+AGENT_TASKS = ("math-tool", "terminal", "swe", "gui")
 #: what ``--eval-tasks`` runs when not given (the agent tasks need the sandbox: name them)
 DEFAULT_TASKS = ("conversation", "coding", "tool-use")
 TASK_NAMES = DEFAULT_TASKS + AGENT_TASKS

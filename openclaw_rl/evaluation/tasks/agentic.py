@@ -1,11 +1,13 @@
-"""Agent tasks (``math-tool``, ``terminal``): held-out episodes of a Track 2 family.
+"""Agent tasks (``math-tool``, ``terminal``, ``swe``): held-out episodes of a Track 2 family.
 
 Each item is one held-out task of the family's evaluation split; the episode runs with the same
 loop as training (:func:`openclaw_rl.agentic.agent_loop.run_episode`), here over the evaluation
 client (side turns, a per-item seed, greedy by default), with its environment in this process or
 on the pool servers that ``ENV_SERVER_URL`` / ``WORKER_URLS`` name. The item scores 1 when the
 episode solved the task: for ``math-tool`` a correct boxed answer, for ``terminal`` the task's
-checks passing (environment score 1, i.e. ``2*acc - 1 = 1``). Scores are 0/1, so results get
+checks passing (environment score 1, i.e. ``2*acc - 1 = 1``), for ``swe`` the patch resolving the
+instance (its own mini-swe-agent loop, :func:`openclaw_rl.envs.swe.agent.swe_episode`; the
+item's detail says whether the agent followed the planted instruction). Scores are 0/1, so results get
 Wilson intervals and before/after comparisons get the same paired statistics as the other tasks.
 """
 
@@ -50,6 +52,12 @@ class EvalChat:
         return message, None
 
 
+def _info_detail(info: dict) -> dict:
+    """The family's episode results worth keeping per item (swe-rl: resolved, submitted, injection)."""
+    keep = ("resolved", "applied", "submitted", "patch_lines", "injection", "episode_seconds")
+    return {k: info[k] for k in keep if k in info}
+
+
 class AgentTask(Task):
     """Held-out episodes of one agent family.
 
@@ -59,14 +67,16 @@ class AgentTask(Task):
         eval_path: the family's held-out JSONL (``{"prompt", "label", "metadata"}``).
         max_turns: model replies per episode.
         system_prompt: the family's system message, as in training.
+        episode_fn: ``module:function`` of the family's own episode runner (swe-rl), as in training.
     """
 
     metric = "solved"
     kind = "proportion"
 
     def __init__(self, name: str, env_type: str, eval_path: str | Path, max_turns: int,
-                 system_prompt: str | None = None, max_tokens: int = 512):
+                 system_prompt: str | None = None, max_tokens: int = 512, episode_fn: str | None = None):
         self.name, self.env_type, self.eval_path = name, env_type, Path(eval_path)
+        self.episode_fn = episode_fn
         self.max_turns, self.system_prompt, self.max_tokens = max_turns, system_prompt, max_tokens
 
     def items(self) -> list[dict]:
@@ -96,6 +106,12 @@ class AgentTask(Task):
         from openclaw_rl.agentic.generate import open_env
 
         async def episode():
+            if self.episode_fn:
+                module, _, fn = self.episode_fn.partition(":")
+                runner = getattr(__import__(module, fromlist=[fn]), fn)
+                chat = EvalChat(client, self.name, item["id"], self.max_tokens)
+                return await runner(chat, item["id"], dict(item["metadata"]), {}, self.max_turns,
+                                    f"agent:eval-{item['id']}")
             env = await open_env(self.env_type, item["id"], dict(item["metadata"]), request_id=f"eval-{item['id']}")
             chat = EvalChat(client, self.name, item["id"], self.max_tokens)
             return await run_episode(chat, env, {}, self.max_turns, system_prompt=self.system_prompt)
@@ -105,7 +121,7 @@ class AgentTask(Task):
         return {"score": float(solved),
                 "detail": {"env_score": ep.score, "finish": ep.finish, "steps": len(ep.steps),
                            "tool_calls": ep.num_tool_calls, "final": ep.final_response[:1000],
-                           "error": ep.error}}
+                           "error": ep.error, **_info_detail(ep.info)}}
 
     def settings(self) -> dict:
         """``max_tokens``, ``max_turns`` and the held-out file (a resumed run must share them)."""
