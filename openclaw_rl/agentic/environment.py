@@ -83,7 +83,8 @@ class EnvRegistryError(ValueError):
 _BUILTIN = {
     "math_tool": "openclaw_rl.envs.math_tool.env:make_env",
     "terminal": "openclaw_rl.envs.terminal.env:make_env",
-``terminal`` (the interfaces note of issue 13), ``swe`` and ``gui`` (issue 14).
+    "swe": "openclaw_rl.envs.swe.env:make_env",
+    "gui": "openclaw_rl.envs.gui.env:make_env",
 }
 _specs: dict[str, str | EnvFactory] = dict(_BUILTIN)
 _loaded: dict[str, EnvFactory] = {}

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import functools
 import os
-import posixpath
 import resource
 import shlex
 import shutil

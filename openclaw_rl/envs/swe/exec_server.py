@@ -25,7 +25,6 @@ CLI: ``python -m openclaw_rl.envs.swe.exec_server --port 18091 [--max-containers
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import sys

@@ -22,7 +22,6 @@ CLI: ``python -m openclaw_rl.envs.swe.pool_server [--port $SWE_ENV_SERVER_PORT (
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import sys
