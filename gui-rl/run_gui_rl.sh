@@ -32,10 +32,7 @@ set -e
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../openclaw_rl/launch/train_job.sh"
 source "$REPO_DIR/openclaw_rl/launch/agent_job.sh"
 
-ENV_TYPE=${ENV_TYPE:-gui}
-if [ "$ENV_TYPE" != gui ]; then
-  echo "$LAUNCH_SCRIPT: ENV_TYPE must be gui for this script, got '$ENV_TYPE'" >&2; exit 2
-fi
+require_env_type gui
 export SCREENSHOT_BACKEND=${SCREENSHOT_BACKEND:-playwright}
 case "$SCREENSHOT_BACKEND" in
   playwright) ;;

@@ -33,10 +33,7 @@ source "$REPO_DIR/openclaw_rl/launch/agent_job.sh"
 export SLIME_JOB_ENV="$SLIME_JOB_ENV SWE_EXEC_SERVER_URLS SWE_ENV_SERVER_URL SWE_MAX_CONCURRENT SWE_ROLLOUT_TIMEOUT \
 SWE_SAVE_TRAJ_DIR SWE_CONFIG_PATH SWE_STEP_LIMIT SWE_EVAL_TIMEOUT OPENCLAW_RL_CACHE"
 
-ENV_TYPE=${ENV_TYPE:-swe}
-if [ "$ENV_TYPE" != swe ]; then
-  echo "$LAUNCH_SCRIPT: ENV_TYPE must be swe for this script, got '$ENV_TYPE'" >&2; exit 2
-fi
+require_env_type swe
 export PARALLEL_ENVS=${PARALLEL_ENVS:-$([ "$CPU_RUN" = 1 ] && echo 2 || echo 8)}
 export SWE_STEP_LIMIT=${SWE_STEP_LIMIT:-${MAX_STEPS:-$([ "$CPU_RUN" = 1 ] && echo 3 || echo 30)}}
 export SWE_MAX_CONCURRENT=${SWE_MAX_CONCURRENT:-$PARALLEL_ENVS}

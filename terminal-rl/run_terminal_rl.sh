@@ -25,10 +25,7 @@ set -e
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../openclaw_rl/launch/train_job.sh"
 source "$REPO_DIR/openclaw_rl/launch/agent_job.sh"
 
-ENV_TYPE=${ENV_TYPE:-terminal}
-if [ "$ENV_TYPE" != terminal ]; then
-  echo "$LAUNCH_SCRIPT: ENV_TYPE must be terminal for this script, got '$ENV_TYPE'" >&2; exit 2
-fi
+require_env_type terminal
 export MAX_STEPS=${MAX_STEPS:-$([ "$CPU_RUN" = 1 ] && echo 4 || echo 20)}
 export PARALLEL_ENVS=${PARALLEL_ENVS:-$([ "$CPU_RUN" = 1 ] && echo 4 || echo 32)}
 case "$MAX_STEPS$PARALLEL_ENVS" in *[!0-9]*) echo "$LAUNCH_SCRIPT: MAX_STEPS and PARALLEL_ENVS must be integers" >&2; exit 2 ;; esac

@@ -25,10 +25,7 @@ set -e
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../openclaw_rl/launch/train_job.sh"
 source "$REPO_DIR/openclaw_rl/launch/agent_job.sh"
 
-ENV_TYPE=${ENV_TYPE:-toolcall}
-if [ "$ENV_TYPE" != toolcall ]; then
-  echo "$LAUNCH_SCRIPT: ENV_TYPE must be toolcall for this script, got '$ENV_TYPE'" >&2; exit 2
-fi
+require_env_type toolcall
 TOOLS_CONFIG=$(abs_path "${TOOLS_CONFIG:-${TOOL_CONFIGS:-$LAUNCH_DIR/tools_config.json}}")
 [ -f "$TOOLS_CONFIG" ] || { echo "$LAUNCH_SCRIPT: TOOLS_CONFIG $TOOLS_CONFIG: no such file" >&2; exit 2; }
 export TOOLS_CONFIG

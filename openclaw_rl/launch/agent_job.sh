@@ -1,5 +1,6 @@
 # Shared by the Track 2 launch scripts (source it after train_job.sh): the defaults every agent
-# family sets the same way. A family script checks ENV_TYPE, finds PROMPT_DATA, then calls
+# family sets the same way. A family script checks ENV_TYPE (require_env_type NAME), finds
+# PROMPT_DATA, then calls
 #   agent_job_defaults PLUGIN_FILE "GPU ROLLOUT_ARGS" "CPU ROLLOUT_ARGS"
 # which fills, when the caller has not set them: ROLLOUT_ARGS (the CPU set with the embedded
 # model and no GPU), OPTIMIZER_ARGS on CPU, RL_ARGS (GRPO on the outcome; with PRM_ENABLE=1 the
@@ -10,6 +11,14 @@
 export SLIME_JOB_ENV="${SLIME_JOB_ENV:-} TOOLS_CONFIG TOOL_CONFIGS PARALLEL_ENVS MAX_STEPS ENV_SERVER_URL WORKER_URLS"
 
 if [ "$MODEL_PATH" = builtin:smollm2-135m ] && [ "$HAS_GPU" = 0 ]; then CPU_RUN=1; else CPU_RUN=0; fi
+
+# ENV_TYPE defaults to NAME; any other value is a one-line error (exit 2)
+require_env_type() {
+  ENV_TYPE=${ENV_TYPE:-$1}
+  if [ "$ENV_TYPE" != "$1" ]; then
+    echo "$LAUNCH_SCRIPT: ENV_TYPE must be $1 for this script, got '$ENV_TYPE'" >&2; exit 2
+  fi
+}
 
 agent_job_defaults() {
   local plugin=$1 gpu_rollout=$2 cpu_rollout=$3
