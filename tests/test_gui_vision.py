@@ -3,8 +3,10 @@ real MiniWoB++ pages in headless Chromium, played by ``builtin:tiny-qwen2-vl`` t
 intercept server with gui-rl's own plugin (``gui-rl/generate.py``): every observation goes to the
 model as an ``image_url`` part, the recorded turns keep the screenshots, the samples carry
 ``pixel_values`` / ``image_grid_thw`` rebuilt with the policy's processor, and one train step runs
-on them; ``--gui-max-image-history-length`` keeps the last N screenshots, and the prefix break its
-placeholder makes splits the trajectory exactly where the dropped image was.
+on them. The server continues each step's recorded ids (the new screenshot's tokens expanded), so
+the steps concatenate into one trajectory; ``--gui-max-image-history-length`` keeps the last N
+screenshots, and the prefix break its placeholder makes splits the trajectory exactly there, at
+the dropped image.
 
 The path is forced, never left to what the random model writes: ``tool_choice`` names the
 ``computer`` tool, so every reply is one call (its action is whatever the model writes; the page
@@ -135,7 +137,13 @@ def test_a_screenshot_episode_is_recorded_with_its_images_and_trains(vl_server, 
         last = turns[s.metadata["step_indices"][-1]]
         assert grid.shape == (len(last.images), 3) and mm["pixel_values"].shape[0] == int(grid.prod(-1).sum())
         assert s.tokens.count(image_id) == int(grid.prod(-1).sum()) // 4  # 2x2 merged patches per token
-    assert sum(len(s.metadata["step_indices"]) for s in samples) == 2
+    # the server continued the recorded ids (the new screenshot's tokens expanded): one trajectory
+    (traj,) = samples
+    assert "prefix_break_steps" not in traj.metadata and traj.metadata["step_indices"] == [0, 1]
+    n1 = len(turns[0].prompt_ids) + len(turns[0].response_ids)
+    assert turns[1].prompt_ids[:n1] == turns[0].prompt_ids + turns[0].response_ids
+    assert traj.tokens == turns[1].prompt_ids + turns[1].response_ids
+    assert traj.loss_mask.count(1) == len(turns[0].response_ids) + len(turns[1].response_ids)
 
     backend = TrainingBackend(parse_args(["--model-path", VL, "--freeze-vision-tower", "--lr", "1e-2",
                                           "--micro-batch-size", "1"]))
@@ -172,6 +180,7 @@ def test_image_history_limit_keeps_the_last_n_and_splits_where_the_image_was_dro
         first_diff = next(i for i, (a, b) in enumerate(zip(prev, cur)) if a != b)
         assert first_diff == turns[k - 1].prompt_ids.index(start_id)
         assert k in breaks
+    assert breaks == set(range(keep, steps))  # the other steps continue the recorded ids
     starts = [s.metadata["step_indices"][0] for s in samples]
     assert set(starts[1:]) == breaks and sorted(sum((s.metadata["step_indices"] for s in samples), [])) == \
         list(range(steps))

@@ -227,6 +227,8 @@ def test_a_second_step_with_two_screenshots_trains_like_it_was_served(vl_server,
     turns = store.turns(session_id="vl-steps")
     store.close()
     assert len(turns) == 2
+    n1 = len(turns[0].prompt_ids) + len(turns[0].response_ids)  # the recorded ids continued, token for token
+    assert turns[1].prompt_ids[:n1] == turns[0].prompt_ids + turns[0].response_ids
     assert [i["sha256"] for i in turns[1].images] == [hashlib.sha256(p).hexdigest() for p in (first, second)]
     processor = load_processor(folder)
     sample = turn_to_sample(turns[1], 1.0, True, processor)
