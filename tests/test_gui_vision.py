@@ -171,7 +171,7 @@ def test_image_history_limit_keeps_the_last_n_and_splits_where_the_image_was_dro
         shown, dropped = _images_in(t.messages), _placeholders_in(t.messages)
         assert len(shown) == min(k + 1, keep) and dropped == max(0, k + 1 - keep)  # one screenshot per observation
         assert [i["sha256"] for i in t.images] == shown
-        if seen:
+        if k:  # len(shown) >= 2 from the second step on (keep = 2)
             assert shown[:-1] == seen[-(len(shown) - 1):]  # the newest kept, in order; the new one last
         seen += [shown[-1]]
     breaks = set(samples[0].metadata.get("prefix_break_steps", []))
