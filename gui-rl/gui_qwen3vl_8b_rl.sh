@@ -5,6 +5,9 @@
 # GUI_ACTION_SPACE, GUI_OBSERVATION_TYPE (default here screenshot_a11y_tree: the screenshot for a
 # vision-language policy and the element text for a text one), GUI_SCREEN_WIDTH/HEIGHT,
 # GUI_TRAIN_META_PATH, GUI_RESULT_DIR; every other variable of run_gui_rl.sh works the same.
+# A vision-language HF_CKPT (Qwen3-VL / Qwen2.5-VL / Qwen2-VL) gets each screenshot as an image_url
+# part and trains on its pixel values; GUI_MAX_IMAGE_HISTORY_LENGTH (default 3) screenshots stay
+# images in the history; OPTIMIZER_ARGS="--lr 1e-6 --freeze-vision-tower" keeps the vision tower fixed.
 set -e
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export MODEL_PATH=${MODEL_PATH:-${HF_CKPT:-}}

@@ -22,7 +22,11 @@
 #   GUI_PREWARM_ENVS       browsers started before the first episode (default GUI_POOL_MAX_ENVS)
 #   GUI_MAX_STEPS          actions per episode (default 15; CPU: 3) = --gui-max-steps
 #   GUI_ACTION_SPACE       pyautogui
-#   GUI_OBSERVATION_TYPE   a11y_tree (default: the text policy), screenshot, screenshot_a11y_tree
+#   GUI_OBSERVATION_TYPE   a11y_tree (default: the text policy), screenshot, screenshot_a11y_tree; a
+#                          vision-language MODEL_PATH (Qwen2-VL / Qwen2.5-VL / Qwen3-VL) sees the
+#                          screenshot as an image, a text one the element text (screenshot alone: refused)
+#   GUI_MAX_IMAGE_HISTORY_LENGTH  screenshots kept as images in the history (default 3) =
+#                          --gui-max-image-history-length
 #   GUI_SCREEN_WIDTH/HEIGHT  the browser screen (default 640 x 480)
 #   GUI_TRAIN_META_PATH    {"miniwob": [pages]} to train on (default: the train split, 102 pages x 10 seeds)
 #   GUI_RESULT_DIR         per-episode results (default outputs/gui-rl/results)
@@ -45,6 +49,16 @@ export GUI_POOL_MAX_ENVS=${GUI_POOL_MAX_ENVS:-$PARALLEL_ENVS}
 export GUI_PREWARM_ENVS=${GUI_PREWARM_ENVS:-$GUI_POOL_MAX_ENVS}
 export GUI_ACTION_SPACE=${GUI_ACTION_SPACE:-pyautogui}
 export GUI_OBSERVATION_TYPE=${GUI_OBSERVATION_TYPE:-a11y_tree}
+if [ "$GUI_OBSERVATION_TYPE" = screenshot ]; then   # a text policy cannot play from screenshots alone
+  (cd "$REPO_DIR" && "$PYTHON" - "$MODEL_PATH" "$LAUNCH_SCRIPT" <<'PY') || exit 2
+import sys
+from openclaw_rl.envs.gui.env import check_model
+try:
+    check_model("screenshot", sys.argv[1])
+except Exception as exc:
+    sys.exit(f"{sys.argv[2]}: MODEL_PATH={sys.argv[1]}: {exc}")
+PY
+fi
 export GUI_SCREEN_WIDTH=${GUI_SCREEN_WIDTH:-640} GUI_SCREEN_HEIGHT=${GUI_SCREEN_HEIGHT:-480}
 export GUI_RESULT_DIR=$(abs_path "${GUI_RESULT_DIR:-$REPO_DIR/outputs/gui-rl/results}")
 GUI_SLEEP_AFTER_EXECUTION=${GUI_SLEEP_AFTER_EXECUTION:-0}

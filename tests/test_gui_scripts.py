@@ -55,3 +55,36 @@ def test_gui_script_one_step_on_the_pool_it_starts(ray_head, tmp_path):
     assert len(episodes) == 4 and all(e["score"] in (1.0, -1.0) and e["instruction"] for e in episodes)
     time.sleep(0.5)
     assert [e["browser_pid"] for e in episodes if process_group_alive(e["browser_pid"])] == []
+
+
+def test_gui_script_screenshots_on_a_vision_language_policy(ray_head, tmp_path):
+    """``ENV_TYPE=gui GUI_OBSERVATION_TYPE=screenshot MODEL_PATH=builtin:tiny-qwen2-vl bash
+    gui-rl/run_gui_rl.sh``, one step: the episodes' prompts carry the screenshots (recorded with
+    their turns), and the Ray job trains one step on samples with their pixel values (the trainer's
+    log-probs of the sampled tokens reproduce the server's, which only holds with the images in)."""
+    port, dash = ray_head
+    env = job_env(port, dash, MODEL_PATH="builtin:tiny-qwen2-vl", PORT=str(free_port()), ENV_TYPE="gui",
+                  GUI_OBSERVATION_TYPE="screenshot", GUI_SCREEN_WIDTH="320", GUI_SCREEN_HEIGHT="240",
+                  SCREENSHOT_BACKEND="playwright", CKPT_SAVE_DIR=str(tmp_path / "ckpt"),
+                  RL_BUFFER_DIR=str(tmp_path / "buf"), LOG_DIR=str(tmp_path / "logs"), NUM_ROLLOUT="1",
+                  PARALLEL_ENVS="2", GUI_MAX_STEPS="2", GUI_ENV_SERVER_PORT=str(free_port()),
+                  GUI_RESULT_DIR=str(tmp_path / "results"),
+                  ROLLOUT_ARGS="--rollout-batch-size 2 --n-samples-per-prompt 2 --rollout-max-response-len 12 "
+                               "--rollout-max-context-len 4096 --rollout-temperature 1.0",
+                  OPTIMIZER_ARGS="--lr 1e-5 --freeze-vision-tower")
+    r = subprocess.run(["bash", str(REPO / "gui-rl/run_gui_rl.sh")], env=env, capture_output=True, text=True,
+                       timeout=900)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    assert "GUI_OBSERVATION_TYPE=screenshot" in r.stdout and "succeeded" in (r.stdout + r.stderr)
+    assert (tmp_path / "ckpt" / "checkpoint-latest" / "trainer_state.json").is_file()
+    store = TrajectoryStore(tmp_path / "buf")
+    sessions = [s for s in store.session_ids() if s.startswith("agent:")]
+    turns = [t for s in sessions for t in store.turns(s)]
+    store.close()
+    assert len(sessions) == 4 and turns and all(t.images and t.images[0]["data_b64"] for t in turns)
+    first_user = [next(m for m in t.messages if m["role"] == "user") for t in turns]
+    assert all(isinstance(m["content"], list) and m["content"][-1]["type"] == "image" for m in first_user)
+    rows = [json.loads(x) for p in (tmp_path / "logs").glob("run-*/metrics.jsonl") for x in p.read_text().splitlines()]
+    assert rows and rows[-1]["agent/episodes"] == 4 and rows[-1].get("rollout/failed", 0) == 0
+    trained = [row for row in rows if "train/train_rollout_logprob_abs_diff_max" in row]
+    assert trained and trained[-1]["train/skipped"] == 0 and trained[-1]["train/train_rollout_logprob_abs_diff_max"] < 1e-4

@@ -227,6 +227,8 @@ def test_a_second_step_with_two_screenshots_trains_like_it_was_served(vl_server,
     turns = store.turns(session_id="vl-steps")
     store.close()
     assert len(turns) == 2
+    n1 = len(turns[0].prompt_ids) + len(turns[0].response_ids)  # the recorded ids continued, token for token
+    assert turns[1].prompt_ids[:n1] == turns[0].prompt_ids + turns[0].response_ids
     assert [i["sha256"] for i in turns[1].images] == [hashlib.sha256(p).hexdigest() for p in (first, second)]
     processor = load_processor(folder)
     sample = turn_to_sample(turns[1], 1.0, True, processor)
@@ -245,3 +247,24 @@ def test_a_second_step_with_two_screenshots_trains_like_it_was_served(vl_server,
     trainer = backend.policy_logprobs([sample])[0]
     served = [t.logprob for t in step.choices[0].logprobs.content]
     assert max(abs(a - b) for a, b in zip(trainer, served)) < 1e-4
+
+
+def test_a_spliced_image_prompt_expands_only_the_new_images_and_falls_back_when_they_do_not_add_up(folder):
+    """``expand_suffix_images``: the recorded prefix keeps its (expanded) image tokens, each new
+    image's single pad becomes its token count; a prefix or suffix with another number of images
+    than the rendering gives None (the server then uses the rendering)."""
+    from openclaw_rl.server.continuation import SplicedPrompt
+    from openclaw_rl.server.images import expand_suffix_images
+
+    processor = load_processor(folder)
+    pad = processor.tokenizer.convert_tokens_to_ids("<|image_pad|>")
+    grid = torch.tensor([[1, 8, 6], [1, 4, 4]])  # 12 and 4 tokens after 2x2 merging
+    prefix = [1, 2] + [pad] * 12 + [3, 4]
+    full = [1, 2] + [pad] * 12 + [3, 9, 5] + [pad] * 4 + [6]
+    spliced = SplicedPrompt(ids=prefix + [5, pad, 6], text="", turn_id=1, prefix_len=len(prefix))
+    out = expand_suffix_images(processor, spliced, full, grid)
+    assert out.ids == prefix + [5] + [pad] * 4 + [6] and out.ids.count(pad) == full.count(pad)
+    assert expand_suffix_images(processor, SplicedPrompt(ids=prefix[:-3] + [3, 4, 5, pad, 6], text="", turn_id=1,
+                                                         prefix_len=len(prefix) - 1), full, grid) is None
+    assert expand_suffix_images(processor, SplicedPrompt(ids=prefix + [5, pad, pad, 6], text="", turn_id=1,
+                                                         prefix_len=len(prefix)), full, grid) is None

@@ -21,6 +21,11 @@ The loop (ReTool / mini-swe-agent style):
    refuses as too long (``--rollout-max-context-len``);
 4. ``env.evaluate(final_response)`` scores the episode; the environment is always closed.
 
+An observation may be a list of OpenAI content parts with images (a GUI screenshot for a
+vision-language policy, :mod:`openclaw_rl.agentic.content`): it is sent as the message's content,
+and ``max_images`` keeps only the last screenshots in the history sent (the older ones become a
+text placeholder; that breaks the prefix, so the trajectory is split there).
+
 Nothing here raises for what the model writes: bad output becomes an observation, and the
 episode is scored.
 """
@@ -35,6 +40,7 @@ from typing import Any
 
 import httpx
 
+from openclaw_rl.agentic.content import content_text, limit_images
 from openclaw_rl.capture.records import TurnRecord
 from openclaw_rl.capture.store import TrajectoryStore
 from slime.errors import one_line
@@ -56,7 +62,8 @@ class AgentStep:
         content: the reply's text content ("" when it only called tools).
         tool_calls: the reply's OpenAI tool calls (``{"id", "type", "function": {"name",
             "arguments"}}``), possibly empty.
-        observations: one observation per tool call (or the malformed-call notice), in order.
+        observations: one observation per tool call (or the malformed-call notice), in order, as
+            text (an image part is ``[screenshot]``, :func:`~openclaw_rl.agentic.content.content_text`).
     """
 
     turn: TurnRecord
@@ -144,7 +151,7 @@ class ServerChat:
             body["tools"] = tools
         if sampling_params.get("max_new_tokens") is not None:
             body["max_tokens"] = int(sampling_params["max_new_tokens"])
-        for key in ("temperature", "top_p", "seed", "stop"):
+        for key in ("temperature", "top_p", "seed", "stop", "tool_choice"):
             if sampling_params.get(key) is not None:
                 body[key] = sampling_params[key]
         headers = {**self.headers, "X-Session-Id": session_id, "X-Turn-Type": "side"}
@@ -181,13 +188,19 @@ def _assistant_message(message: dict) -> dict:
     return out
 
 
+def _content(observation: Any) -> str | list[dict]:
+    """An observation as message content: a list of content parts as is, anything else as text."""
+    return observation if isinstance(observation, list) else str(observation)
+
+
 def _tool_call_dict(call: dict) -> dict:
     fn = call.get("function") or {}
     return {"name": fn.get("name"), "arguments": fn.get("arguments")}
 
 
 async def run_episode(chat: ServerChat, env: Any, sampling_params: dict, max_turns: int, *,
-                      system_prompt: str | None = None, session_id: str | None = None) -> Episode:
+                      system_prompt: str | None = None, session_id: str | None = None,
+                      max_images: int | None = None) -> Episode:
     """Run one episode of ``env`` (module docstring).
 
     Args:
@@ -196,10 +209,13 @@ async def run_episode(chat: ServerChat, env: Any, sampling_params: dict, max_tur
             ``evaluate(final_response)`` and ``close()``
             (:class:`openclaw_rl.agentic.pool_client.EnvHandle` or ``LocalEnvHandle``).
         sampling_params: ``temperature``, ``top_p``, ``max_new_tokens``, ``stop``, ``seed``
-            (each optional) for every step.
+            and ``tool_choice`` (each optional; ``tool_choice`` is the OpenAI field, enforced by
+            the server's constrained decoding) for every step.
         max_turns: the most model replies in the episode (>= 1).
         system_prompt: an optional system message before the task.
         session_id: the session (default ``agent:<uuid>``).
+        max_images: keep only the last ``max_images`` image parts of the history in each prompt
+            (:func:`~openclaw_rl.agentic.content.limit_images`); None keeps all.
 
     Returns:
         The :class:`Episode` (always; failures are in ``finish`` / ``error``).
@@ -214,11 +230,12 @@ async def run_episode(chat: ServerChat, env: Any, sampling_params: dict, max_tur
     task, finish, error, final, score = "", "max_turns", None, "", None
     try:
         first = await env.reset()
-        task, tools = str(first.get("observation", "")), first.get("tools") or None
+        observation, tools = _content(first.get("observation", "")), first.get("tools") or None
+        task = content_text(observation)
         messages: list[dict] = ([{"role": "system", "content": system_prompt}] if system_prompt else [])
-        messages.append({"role": "user", "content": task})
+        messages.append({"role": "user", "content": observation})
         for _ in range(max_turns):
-            message, turn = await chat.step(session, messages, tools, sampling_params)
+            message, turn = await chat.step(session, limit_images(messages, max_images), tools, sampling_params)
             if message is None:
                 finish, error = "context", turn
                 break
@@ -233,8 +250,8 @@ async def run_episode(chat: ServerChat, env: Any, sampling_params: dict, max_tur
             messages.append(_assistant_message(message))
             if calls:
                 for call in calls:
-                    obs = str(await env.exec_tool(_tool_call_dict(call)))
-                    step.observations.append(obs)
+                    obs = _content(await env.exec_tool(_tool_call_dict(call)))
+                    step.observations.append(content_text(obs))
                     messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": obs})
             elif "<tool_call>" in content:
                 step.observations.append(MALFORMED_CALL)

@@ -33,8 +33,9 @@ class Environment(Protocol):
 
     - ``reset()`` -> ``{"observation": str, "tools": [OpenAI tool schemas]}``: the task text the
       agent sees first and the tools it may call.
-    - ``exec_tool(tool_call)`` -> observation text; ``tool_call = {"name": str, "arguments":
-      dict | str (JSON)}``. Never raises for bad model output: a malformed call, an unknown tool
+    - ``exec_tool(tool_call)`` -> observation text (or a list of OpenAI content parts, text and
+      ``image_url`` screenshots, for a vision-language policy: :mod:`openclaw_rl.agentic.content`;
+      ``reset``'s observation likewise); ``tool_call = {"name": str, "arguments": dict | str (JSON)}``. Never raises for bad model output: a malformed call, an unknown tool
       or bad arguments return an observation that says what is wrong.
     - ``evaluate()`` -> the episode's outcome score (family-defined).
     - optional ``submit(final_response: str)``: the agent's final answer (the last reply's text),

@@ -17,7 +17,10 @@ Where the environment runs:
 The episode runs through the intercept server (:func:`openclaw_rl.agentic.agent_loop.run_episode`),
 the step PRM scores its steps when ``--prm-enable`` (:mod:`openclaw_rl.agentic.step_prm`), and
 :func:`openclaw_rl.agentic.trajectory.episode_samples` turns it into samples (one per trajectory,
-or one per step with ``--dynamic-history``).
+or one per step with ``--dynamic-history``). When the episode's prompts carried images (a
+vision-language policy's screenshots), the policy's processor, loaded once per process from
+``args.model_path`` (:func:`policy_processor`), rebuilds each sample's ``multimodal_train_inputs``
+(``pixel_values``, ``image_grid_thw``) from the stored images.
 
 Family plugin files (``toolcall-rl/generate_with_retool.py``, ``terminal-rl/generate.py``) call
 :func:`generate_agent` with their own turn limit and system prompt.
@@ -36,7 +39,7 @@ from openclaw_rl.agentic.agent_loop import ServerChat, run_episode
 from openclaw_rl.agentic.trajectory import episode_samples
 from slime.sample import Sample
 
-__all__ = ["env_urls", "generate_agent", "open_env", "parallel_envs"]
+__all__ = ["env_urls", "generate_agent", "open_env", "parallel_envs", "policy_processor"]
 
 _CHATS: dict[tuple, ServerChat] = {}
 _CACHE: dict[tuple, Any] = {}
@@ -112,6 +115,24 @@ def _chat(args: Any) -> ServerChat:
         return _CHATS[key]
 
 
+def policy_processor(model_path: str | None) -> Any:
+    """The vision-language processor of the policy at ``model_path`` (a folder or ``builtin:`` name),
+    or None for a text model or no path; loaded once per process and model path
+    (:func:`openclaw_rl.vl_models.load_processor`)."""
+    if not model_path:
+        return None
+    key = ("processor", str(model_path))
+    with _LOCK:
+        if key in _CACHE:
+            return _CACHE[key]
+    from openclaw_rl.models import resolve_model_path
+    from openclaw_rl.vl_models import load_processor
+
+    processor = load_processor(resolve_model_path(str(model_path)))
+    with _LOCK:
+        return _CACHE.setdefault(key, processor)
+
+
 def _step_prm(args: Any) -> Any:
     from openclaw_rl.agentic.step_prm import build_step_prm
     from openclaw_rl.rollout.flags import service_flags
@@ -137,7 +158,8 @@ async def _step_scores(args: Any, episode) -> list[float] | None:
 
 
 async def generate_agent(args: Any, sample: Sample, sampling_params: dict, *, max_turns: int,
-                         system_prompt: str | None = None, episode_fn: Any = None) -> list[Sample]:
+                         system_prompt: str | None = None, episode_fn: Any = None,
+                         max_images: int | None = None) -> list[Sample]:
     """Run one episode for ``sample`` and return its training samples (module docstring).
 
     Args:
@@ -151,13 +173,16 @@ async def generate_agent(args: Any, sample: Sample, sampling_params: dict, *, ma
             sampling_params, max_turns, session_id) -> Episode`` (it opens and closes its
             environment itself; swe-rl's mini-swe-agent loop); default: :func:`open_env` +
             :func:`~openclaw_rl.agentic.agent_loop.run_episode`.
+        max_images: images kept in each prompt's history (``run_episode``'s ``max_images``; gui-rl's
+            ``--gui-max-image-history-length``); None keeps all.
 
     Returns:
         The episode's samples (:func:`openclaw_rl.agentic.trajectory.episode_samples`); a
         ``FAILED`` sample when the episode failed before its first step.
 
     Raises:
-        ValueError: the sample's metadata has no ``env_type`` or ``task_key``.
+        ValueError: the sample's metadata has no ``env_type`` or ``task_key``; the episode's prompts
+            have images and ``args.model_path`` is no vision-language model.
         RuntimeError: no intercept server (offline runs cannot act).
     """
     meta = sample.metadata
@@ -174,7 +199,10 @@ async def generate_agent(args: Any, sample: Sample, sampling_params: dict, *, ma
         else:
             env = await open_env(str(env_type), str(task_key), dict(meta), request_id=trajectory_id)
             episode = await run_episode(chat, env, sampling_params, max_turns, system_prompt=system_prompt,
-                                        session_id=f"agent:{trajectory_id}")
+                                        session_id=f"agent:{trajectory_id}", max_images=max_images)
     scores = await _step_scores(args, episode)
+    processor = None
+    if any(s.turn.images for s in episode.steps):
+        processor = await asyncio.to_thread(policy_processor, getattr(args, "model_path", None))
     return episode_samples(episode, sample, dynamic_history=bool(getattr(args, "dynamic_history", False)),
-                           step_prm_scores=scores, trajectory_id=trajectory_id)
+                           step_prm_scores=scores, trajectory_id=trajectory_id, processor=processor)

@@ -271,8 +271,9 @@ class EnvHandle:
         """Start the episode: ``{"observation": str, "tools": list[dict]}``."""
         return await self._call("reset")
 
-    async def exec_tool(self, tool_call: dict) -> str:
-        """Run one tool call (``{"name", "arguments"}``); returns the observation text."""
+    async def exec_tool(self, tool_call: dict) -> str | list[dict]:
+        """Run one tool call (``{"name", "arguments"}``); returns the observation (text, or
+        content parts with images)."""
         return (await self._call("exec_tool", tool_call=tool_call))["observation"]
 
     async def evaluate(self, final_response: str | None = None) -> float:
@@ -332,8 +333,8 @@ class LocalEnvHandle:
         """``env.reset()``: ``{"observation": str, "tools": list[dict]}``."""
         return await self._run(self.env.reset)
 
-    async def exec_tool(self, tool_call: dict) -> str:
-        """``env.exec_tool(tool_call)``: the observation text."""
+    async def exec_tool(self, tool_call: dict) -> str | list[dict]:
+        """``env.exec_tool(tool_call)``: the observation (text, or content parts with images)."""
         return await self._run(self.env.exec_tool, tool_call)
 
     async def evaluate(self, final_response: str | None = None) -> float:

@@ -189,7 +189,8 @@ def create_app(pool: LeasePool, api_key: str | None = None) -> FastAPI:
 
     @app.post("/exec_tool", dependencies=auth)
     async def exec_tool(body: ExecToolRequest):
-        return {"observation": str(await pool.call(body.lease_id, "exec_tool", body.tool_call))}
+        obs = await pool.call(body.lease_id, "exec_tool", body.tool_call)
+        return {"observation": obs if isinstance(obs, list) else str(obs)}  # content parts (screenshots) as they are
 
     @app.post("/evaluate", dependencies=auth)
     async def evaluate(body: EvaluateRequest):

@@ -24,7 +24,8 @@ from openclaw_rl.engine import Engine, EngineError, GenerationOutput, PromptTooL
 from openclaw_rl.server.admission import AdmissionControl
 from openclaw_rl.server.continuation import ContinuationBuilder
 from openclaw_rl.server.errors import APIError
-from openclaw_rl.server.images import RequestImage, image_messages, render_with_images, request_images
+from openclaw_rl.server.images import (RequestImage, expand_suffix_images, image_messages, render_with_images,
+                                       request_images)
 from openclaw_rl.server.limits import check_prompt_bound, max_token_chars
 from openclaw_rl.server.prompt import render_text, request_tools, template_messages, tokenize
 from openclaw_rl.server.protocol import ChatCompletionRequest
@@ -139,9 +140,10 @@ class ChatService:
             body = req.model_dump(include={"session_id", "prompt_cache_key", "user", "turn_type"})
             attr, continued = await self.recorder.attribute(messages, body, headers)
             reply_at = None if attr.next_state_from is None else attr.next_state_from - 1
-            # a prompt with images is the processor's rendering of the whole conversation: the
-            # recorded ids are not spliced in (the record's prefix check still compares them)
-            spliced = None if prompt.images else self.continuation.build(messages, tools, text, continued, reply_at)
+            spliced = self.continuation.build(messages, tools, text, continued, reply_at)
+            if spliced is not None and prompt.images:  # the recorded ids, the new images expanded
+                spliced = expand_suffix_images(self.processor, spliced, prompt.ids,
+                                               prompt.multimodal["image_grid_thw"])
             if spliced is not None:
                 prompt.text, prompt.ids = spliced.text, spliced.ids
         if len(prompt.ids) + 1 > self.engine.max_context:

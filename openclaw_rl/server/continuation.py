@@ -61,6 +61,9 @@ class SplicedPrompt:
     ids: list[int]
     text: str
     turn_id: int
+    #: how many leading ids are the recorded turn's (prompt + reply + end of turn); the rest is the
+    #: tokenized suffix
+    prefix_len: int = 0
 
 
 def _json_equal(a: str, b: str) -> bool:
@@ -157,9 +160,10 @@ class ContinuationBuilder:
         reply = list(turn.response_ids)
         if not reply or reply[-1] != eot_id:
             reply.append(eot_id)
-        ids = list(turn.prompt_ids) + reply + tokenize(self.tokenizer, suffix)
+        prefix = list(turn.prompt_ids) + reply
+        ids = prefix + tokenize(self.tokenizer, suffix)
         return SplicedPrompt(ids=ids, text=self.tokenizer.decode(ids, skip_special_tokens=False),
-                             turn_id=turn.id)
+                             turn_id=turn.id, prefix_len=len(prefix))
 
     def _mismatch(self, messages, tools, turn: TurnRecord, reply_at: int) -> str | None:
         if messages[:reply_at] != turn.messages:

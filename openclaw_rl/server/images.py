@@ -22,12 +22,13 @@ import binascii
 import hashlib
 import io
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from openclaw_rl.server.errors import APIError
 from openclaw_rl.server.protocol import ChatCompletionRequest
 
-__all__ = ["RequestImage", "has_images", "image_messages", "render_with_images", "request_images"]
+__all__ = ["RequestImage", "expand_suffix_images", "has_images", "image_messages", "render_with_images",
+           "request_images"]
 
 _DATA_URL = re.compile(r"^data:(image/[A-Za-z0-9.+-]+);base64,(.*)$", re.DOTALL)
 #: largest decoded image accepted (bytes); a screenshot is tens of kilobytes
@@ -155,3 +156,40 @@ def render_with_images(processor, text: str, images: list[RequestImage]) -> tupl
         raise APIError(400, f"the image processor rejected the images: {exc}", param=where,
                        code="invalid_image") from exc
     return enc["input_ids"][0].tolist(), {"pixel_values": enc["pixel_values"], "image_grid_thw": enc["image_grid_thw"]}
+
+
+def expand_suffix_images(processor, spliced, full_ids: list[int], image_grid_thw) -> "object | None":
+    """A token-exact continuation (:class:`openclaw_rl.server.continuation.SplicedPrompt`) of a
+    prompt with images: the recorded ids of the turn it continues (their images already expanded)
+    + the tokenized suffix, in which each new image's single ``<|image_pad|>`` is expanded to the
+    image's token count (``t * h * w / merge_size**2`` of its ``image_grid_thw`` row, as the
+    processor expands it). The images' ``pixel_values`` are the full rendering's (every image of
+    the prompt, in order), so only the ids of earlier replies differ from the processor's rendering:
+    they are the sampled ones.
+
+    Args:
+        processor: the model's processor (``image_token``, ``tokenizer``, ``image_processor.merge_size``).
+        spliced: the text-level splice (``ids``, ``prefix_len``).
+        full_ids: the processor's ids of the whole conversation (:func:`render_with_images`).
+        image_grid_thw: ``[N_images, 3]`` of the prompt's images, in order.
+
+    Returns:
+        The spliced prompt with expanded ids, or None when the image tokens do not add up (the
+        recorded prefix or the suffix holds another number of images than the rendering; the
+        caller then uses the rendering).
+    """
+    tok = processor.tokenizer
+    pad = tok.convert_tokens_to_ids(getattr(processor, "image_token", "<|image_pad|>"))
+    merge = int(getattr(processor.image_processor, "merge_size", 2))
+    counts = [int(g[0] * g[1] * g[2]) // (merge * merge) for g in image_grid_thw.tolist()]
+    prefix, suffix = spliced.ids[:spliced.prefix_len], spliced.ids[spliced.prefix_len:]
+    new = suffix.count(pad)
+    if new > len(counts) or prefix.count(pad) != sum(counts[:len(counts) - new]):
+        return None
+    it = iter(counts[len(counts) - new:])
+    ids = list(prefix)
+    for i in suffix:
+        ids.extend([pad] * next(it) if i == pad else [i])
+    if ids.count(pad) != full_ids.count(pad):
+        return None
+    return replace(spliced, ids=ids, text=tok.decode(ids, skip_special_tokens=False))

@@ -8,6 +8,14 @@ tool, ``computer(action)``, whose ``action`` is a pyautogui command (``pyautogui
 (and any action error). A reply without a tool call ends the episode; ``evaluate`` is MiniWoB's
 outcome (+1 / -1).
 
+A vision-language policy sees the screenshot: with ``task["image_observations"]`` true (gui-rl/generate.py
+sets it when the policy has an image processor) and a ``GUI_OBSERVATION_TYPE`` with the screenshot
+(``screenshot``, ``screenshot_a11y_tree``), each observation is a list of OpenAI content parts, the
+text (the element table where the type has ``a11y_tree``) then the screenshot as an ``image_url``
+part (``data:image/png;base64,...``). Without it the observation is text; ``GUI_OBSERVATION_TYPE=
+screenshot`` (no element text) with a text policy is refused when the environment is built
+(:func:`check_policy`: one line), so a text model never plays blind.
+
 Where the browser runs: on the GUI pool at ``GUI_ENV_SERVER_URL`` (or ``GUI_ENV_SERVER_HOST`` /
 ``GUI_ENV_SERVER_PORT``) through :class:`~openclaw_rl.envs.gui.client.RemoteGuiSession`, else in
 this process on a warm-slot pool shared by the process's episodes. Settings: ``GUI_*`` variables
@@ -25,9 +33,10 @@ import os
 import threading
 from typing import Any
 
+from openclaw_rl.agentic.content import image_part
 from openclaw_rl.envs.gui.actions import ACTION_SPACE_HELP
 
-__all__ = ["COMPUTER_TOOL", "GuiTextEnv", "make_env", "observation_text"]
+__all__ = ["COMPUTER_TOOL", "GuiTextEnv", "check_model", "check_policy", "make_env", "observation_content", "observation_text"]
 
 COMPUTER_TOOL = {
     "type": "function",
@@ -36,8 +45,9 @@ COMPUTER_TOOL = {
         "description": "Act on the screen. " + ACTION_SPACE_HELP,
         "parameters": {"type": "object",
                        "properties": {"action": {"type": "string",
-                                                 "description": "one pyautogui command, or WAIT, DONE or FAIL"}},
-                       "required": ["action"]},
+                                                 "description": "one pyautogui command, or WAIT, DONE or FAIL",
+                                                 "maxLength": 200}},
+                       "required": ["action"], "additionalProperties": False},
     },
 }
 
@@ -72,10 +82,53 @@ def _local_slots():
         return _LOCAL["config"], _LOCAL["slots"]
 
 
+def check_policy(observation_type: str | None, vision: bool) -> None:
+    """Refuse a GUI observation type the policy cannot see.
+
+    Args:
+        observation_type: ``GUI_OBSERVATION_TYPE`` (None: the default, which has the text).
+        vision: whether the policy is a vision-language model (it takes the screenshots).
+
+    Raises:
+        ValueError: ``screenshot`` (no element text) for a text policy; one line saying what to set.
+    """
+    if (observation_type or "").strip() == "screenshot" and not vision:
+        raise ValueError("GUI_OBSERVATION_TYPE=screenshot needs a vision-language policy (a MODEL_PATH with an image "
+                         "processor, e.g. Qwen2-VL / Qwen2.5-VL / Qwen3-VL); a text model plays from "
+                         "GUI_OBSERVATION_TYPE=a11y_tree or screenshot_a11y_tree")
+
+
+def check_model(observation_type: str | None, model_path: str) -> None:
+    """:func:`check_policy` for the policy at ``model_path`` (a folder or ``builtin:`` name; vision
+    when it has an image processor, :func:`openclaw_rl.vl_models.has_vision`). Used by
+    gui-rl/run_gui_rl.sh before it submits a job.
+
+    Raises:
+        ValueError: see :func:`check_policy`; ``openclaw_rl.models.ModelPathError`` for a path
+            that is no model.
+    """
+    if (observation_type or "").strip() != "screenshot":
+        return
+    from openclaw_rl.models import resolve_model_path
+    from openclaw_rl.vl_models import has_vision
+
+    check_policy(observation_type, has_vision(resolve_model_path(model_path)))
+
+
+def observation_content(text: str, obs: dict, images: bool) -> str | list[dict]:
+    """What the model is sent for one observation: ``text`` alone, or with ``images`` and a
+    screenshot in ``obs``, the parts ``[text, image_url]``."""
+    shot = (obs or {}).get("screenshot_b64")
+    if not images or not shot:
+        return text
+    return [{"type": "text", "text": text}, image_part(shot)]
+
+
 def observation_text(obs: dict, info: dict | None = None, *, reward: float | None = None,
-                     done: bool = False) -> str:
+                     done: bool = False, images: bool = False) -> str:
     """The text the model sees for one observation: the action error or episode error, the
-    episode's end and score when it ended, then the element table."""
+    episode's end and score when it ended, then the element table (with ``images`` and no element
+    text, a line saying the screenshot follows)."""
     info = info or {}
     lines = []
     if info.get("action_error"):
@@ -83,7 +136,12 @@ def observation_text(obs: dict, info: dict | None = None, *, reward: float | Non
     if done:
         lines.append(f"The episode is over (score {reward:+g})." if reward is not None else "The episode is over.")
     text = (obs or {}).get("text") or ""
-    lines.append(text if text else "(no text observation: GUI_OBSERVATION_TYPE has no a11y_tree)")
+    if text:
+        lines.append(text)
+    elif images and (obs or {}).get("screenshot_b64"):
+        lines.append("The screen:")
+    else:
+        lines.append("(no text observation: GUI_OBSERVATION_TYPE has no a11y_tree)")
     return "\n".join(lines)
 
 
@@ -93,13 +151,20 @@ class GuiTextEnv:
     Args:
         task_key: the task's key (``click-button#3``).
         task: the dataset row's metadata; ``task["task_config"]`` is the pool's task config
-            (``{"task": "click-button", "seed": 3}``).
+            (``{"task": "click-button", "seed": 3}``); ``task["image_observations"]``: send the
+            screenshots to a vision-language policy (module docstring).
+
+    Raises:
+        ValueError: no ``task_config``; ``GUI_OBSERVATION_TYPE=screenshot`` without
+            ``image_observations`` (:func:`check_policy`).
     """
 
     def __init__(self, task_key: str, task: dict):
         config = task.get("task_config") or {}
         if not isinstance(config, dict) or not config.get("task"):
             raise ValueError(f"gui task {task_key!r}: metadata.task_config with a 'task' is required")
+        self.images = bool(task.get("image_observations"))
+        check_policy(os.environ.get("GUI_OBSERVATION_TYPE"), self.images)
         self.task_key, self.task_config = task_key, dict(config)
         sleep = task.get("sleep_after_execution")
         self.sleep_after = float(sleep) if isinstance(sleep, (int, float)) and sleep >= 0 else \
@@ -122,20 +187,23 @@ class GuiTextEnv:
         return GuiSession(slots.acquire(), config, slots.release)
 
     def reset(self) -> dict:
-        """Start the episode: ``{"observation": instruction + action space + elements, "tools": [computer]}``."""
+        """Start the episode: ``{"observation": instruction + action space + elements (+ the
+        screenshot for a vision-language policy), "tools": [computer]}``."""
         if self.session is None:
             self.session = self._open()
         first = self.session.reset(self.task_config)
         obs, info = first["observation"], first.get("info") or {}
         self.done = bool(info.get("error"))
+        shown = ("its visible elements, with the center (x,y) to click, are listed below" if obs.get("text") else
+                 "its screenshot follows (x,y are pixels from the top-left corner)")
         text = (f"Task: {obs.get('instruction') or info.get('instruction') or '(no instruction)'}\n"
-                f"The screen is a web page; its visible elements, with the center (x,y) to click, are listed "
-                f"below. Call the computer tool with one action per step. {ACTION_SPACE_HELP}\n\n"
-                + observation_text(obs, info, done=self.done))
-        return {"observation": text, "tools": [COMPUTER_TOOL]}
+                f"The screen is a web page; {shown}. Call the computer tool with one action per step. "
+                f"{ACTION_SPACE_HELP}\n\n" + observation_text(obs, info, done=self.done, images=self.images))
+        return {"observation": observation_content(text, obs, self.images), "tools": [COMPUTER_TOOL]}
 
-    def exec_tool(self, tool_call: dict) -> str:
-        """Run ``computer(action)``; returns the observation text (never raises for bad model output)."""
+    def exec_tool(self, tool_call: dict) -> str | list[dict]:
+        """Run ``computer(action)``; returns the observation (text, or text + screenshot parts for a
+        vision-language policy; never raises for bad model output)."""
         if self.done:
             return "The episode is over; reply without a tool call."
         name, args = tool_call.get("name"), tool_call.get("arguments")
@@ -148,7 +216,8 @@ class GuiTextEnv:
             return f"Error: unknown tool call {name!r}; call computer with {{\"action\": \"pyautogui.click(x, y)\"}}."
         obs, reward, done, info = self.session.step(args["action"], self.sleep_after)
         self.done, self.last_reward = done, reward if done else None
-        return observation_text(obs, info, reward=reward if done else None, done=done)
+        text = observation_text(obs, info, reward=reward if done else None, done=done, images=self.images)
+        return observation_content(text, obs, self.images)
 
     def evaluate(self) -> float:
         """MiniWoB's outcome: +1 solved, else -1 (also when the episode never started)."""
