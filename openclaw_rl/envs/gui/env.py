@@ -51,7 +51,7 @@ COMPUTER_TOOL = {
     },
 }
 
-_LOCAL: dict[str, Any] = {}
+_LOCAL: dict[Any, Any] = {}  # GuiConfig -> BrowserSlots
 _LOCK = threading.Lock()
 
 
@@ -72,14 +72,13 @@ def _local_slots():
     from openclaw_rl.envs.gui.config import GuiConfig
     from openclaw_rl.envs.gui.slots import BrowserSlots
 
-    with _LOCK:
-        if "slots" not in _LOCAL:
-            config = GuiConfig.from_env()
+    config = GuiConfig.from_env()
+    with _LOCK:  # one set of browsers per settings (a job has one; tests change the environment)
+        if config not in _LOCAL:
             warm = int(os.environ.get("GUI_PREWARM_ENVS") or 0)
-            _LOCAL["slots"] = BrowserSlots(config, keep_warm=warm)
-            _LOCAL["config"] = config
-            atexit.register(_LOCAL["slots"].close_all)  # no browser outlives the process
-        return _LOCAL["config"], _LOCAL["slots"]
+            _LOCAL[config] = BrowserSlots(config, keep_warm=warm)
+            atexit.register(_LOCAL[config].close_all)  # no browser outlives the process
+        return config, _LOCAL[config]
 
 
 def check_policy(observation_type: str | None, vision: bool) -> None:
