@@ -47,6 +47,7 @@ def test_burst_smoke(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.exhaustive  # the longest benchmark smoke (make test-exhaustive)
 def test_soak_smoke(tmp_path, weights_dir):
     res = _run("soak", tmp_path, "--minutes", "0.3", "--update-seconds", "5", "--weights-dir", str(weights_dir))
     assert res["requests"]["unexpected"] == 0 and res["requests"]["ok"] > 0

@@ -183,6 +183,7 @@ def test_run_eval_script_compares_a_checkpoint_with_the_base(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.exhaustive  # LoRA variant of the before/after run (make test-exhaustive)
 def test_before_after_with_a_lora_run(tmp_path):
     _save_tiny_checkpoint(tmp_path / "run", lora=True)
     # no --before: the run's own base model, from the config the trainer saved

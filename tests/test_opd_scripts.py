@@ -56,6 +56,7 @@ def test_combine_script_one_offline_step(tiny_server, ray_head, tmp_path):
     assert m["train/skipped"] == 0
 
 
+@pytest.mark.exhaustive  # LoRA variant of the OPD script path (make test-exhaustive)
 def test_opd_lora_script_one_offline_step(tiny_server, ray_head, tmp_path):
     m = _run("openclaw-opd/run_qwen3_7b_lora_openclaw_opd.sh", tiny_server, ray_head, tmp_path,
              {"LORA_ARGS": "--use-lora --lora-rank 4", "OPD_ADV_CLIP": "0.001"})

@@ -149,6 +149,7 @@ def test_config_is_mini_swe_agents():
 
 
 @pytest.mark.slow
+@pytest.mark.exhaustive  # every instance of the data set (make test-exhaustive)
 def test_every_instance_unresolved_unchanged():
     """Every kept instance fails its eval script unchanged (BASE_PASSES are the ones that did not)."""
     from openclaw_rl.envs.swe.containers import ContainerManager

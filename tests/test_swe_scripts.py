@@ -75,7 +75,9 @@ def test_refuses_another_env_type_and_a_missing_bench(tmp_path):
 @pytest.mark.parametrize("script,extra", [
     ("swe-rl/run_swe_rl.sh", {}),
     # the deterministic step judge, so the PRM path runs without a judge model
-    ("swe-rl/scripts/run_swe_rl_8b_prm.sh", {"PRM_MODEL_PATH": "rule:observation", "PRM_M": "2"}),
+    # (a long variant of a path make test already covers: make test-exhaustive)
+    pytest.param("swe-rl/scripts/run_swe_rl_8b_prm.sh", {"PRM_MODEL_PATH": "rule:observation", "PRM_M": "2"},
+                 marks=pytest.mark.exhaustive),
 ])
 def test_swe_script_one_step_on_exec_server_behind_pool(ray_head, tmp_path, script, extra):
     from openclaw_rl.envs.swe.data import ensure_converted

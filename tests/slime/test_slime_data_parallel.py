@@ -119,6 +119,7 @@ def test_checkpoint_resumes_on_another_actor_count(runs, saved_by, resumed_on):
 
 
 @pytest.mark.slow
+@pytest.mark.exhaustive  # LoRA variant of the two-actor tests above (make test-exhaustive)
 def test_lora_adapter_two_actors_and_resume(ray_cluster, tmp_path):
     lora = ("--use-lora", "--lora-rank", "4")
     _run(tmp_path / "one", 1, [1, 2], *lora)
