@@ -27,9 +27,8 @@ carrying per-token ``advantages``) and makes exactly one optimizer step:
 A loss plugin that raises, returns a non-finite loss or a loss without a graph raises
 :class:`LossPluginError` before the optimizer steps (weights and optimizer state unchanged).
 
-Checkpoints (:meth:`save` / :meth:`load`) go through :mod:`slime.checkpoint`;
-:meth:`export_weights` writes what the serving engine's ``load_weights(path)`` accepts: a full
-Hugging Face model folder, or for LoRA the peft adapter folder only.
+Checkpoints (:meth:`save` / :meth:`load`) go through :mod:`slime.checkpoint`; :meth:`export_weights`
+writes what the engine's ``load_weights(path)`` accepts: a Hugging Face folder, or a LoRA adapter.
 
 Follows the actor training loop of slime (THUDM/slime, ``slime/backends``: recompute old
 log-probs, token-level loss over the global batch, one step per global batch).

@@ -34,6 +34,7 @@ import threading
 from typing import Any
 
 from openclaw_rl.agentic.content import image_part
+from openclaw_rl.envs import env_seconds
 from openclaw_rl.envs.gui.actions import ACTION_SPACE_HELP
 
 __all__ = ["COMPUTER_TOOL", "GuiTextEnv", "check_model", "check_policy", "make_env", "observation_content", "observation_text"]
@@ -53,19 +54,6 @@ COMPUTER_TOOL = {
 
 _LOCAL: dict[Any, Any] = {}  # GuiConfig -> BrowserSlots
 _LOCK = threading.Lock()
-
-
-def _float_env(name: str) -> float | None:
-    raw = (os.environ.get(name) or "").strip()
-    if not raw:
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if value < 0:
-        raise ValueError(f"{name} must be a number >= 0, got {raw!r}")
-    return value
 
 
 def _local_slots():
@@ -167,8 +155,8 @@ class GuiTextEnv:
         self.task_key, self.task_config = task_key, dict(config)
         sleep = task.get("sleep_after_execution")
         self.sleep_after = float(sleep) if isinstance(sleep, (int, float)) and sleep >= 0 else \
-            (_float_env("GUI_SLEEP_AFTER_EXECUTION") or 0.0)
-        wait = _float_env("GUI_WAIT_AFTER_RESET")
+            (env_seconds("GUI_SLEEP_AFTER_EXECUTION") or 0.0)
+        wait = env_seconds("GUI_WAIT_AFTER_RESET")
         if wait is not None:
             self.task_config.setdefault("wait_after_reset", wait)
         self.session = None

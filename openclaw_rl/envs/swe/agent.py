@@ -31,6 +31,7 @@ import uuid
 from typing import Any
 
 from openclaw_rl.agentic.agent_loop import AgentStep, Episode
+from openclaw_rl.envs import env_seconds
 from slime.errors import one_line
 
 __all__ = ["parse_action", "rollout_timeout", "run_swe_episode"]
@@ -48,16 +49,7 @@ def rollout_timeout(environ: dict | None = None) -> float | None:
     Raises:
         ValueError: not a number >= 0.
     """
-    raw = ((os.environ if environ is None else environ).get("SWE_ROLLOUT_TIMEOUT") or "").strip()
-    if not raw:
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if value < 0:
-        raise ValueError(f"SWE_ROLLOUT_TIMEOUT must be seconds >= 0, got {raw!r}")
-    return value or None
+    return env_seconds("SWE_ROLLOUT_TIMEOUT", environ) or None
 
 
 async def run_swe_episode(chat: Any, env: Any, sampling_params: dict, step_limit: int, *,
