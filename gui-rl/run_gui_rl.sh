@@ -78,32 +78,18 @@ if [ -z "$GUI_ENV_SERVER_URL" ] && [ -z "$TRAIN_JOB_DRY_RUN" ]; then
   GUI_ENV_SERVER_HOST=${GUI_ENV_SERVER_HOST:-127.0.0.1}
   GUI_ENV_SERVER_PORT=${GUI_ENV_SERVER_PORT:-18080}
   mkdir -p "$LOG_DIR"
+  rm -f "$LOG_DIR/gui-pool.port"   # GUI_ENV_SERVER_PORT=0: the pool binds a free port and writes it here
   (cd "$REPO_DIR" && exec "$PYTHON" -m openclaw_rl.envs.gui.pool_server --host "$GUI_ENV_SERVER_HOST" \
-    --port "$GUI_ENV_SERVER_PORT" --max-envs "$GUI_POOL_MAX_ENVS" --prewarm-envs "$GUI_PREWARM_ENVS" \
-    --max-steps "$GUI_MAX_STEPS" --wait-after-reset "$GUI_WAIT_AFTER_RESET") >"$LOG_DIR/gui-pool.log" 2>&1 &
+    --port "$GUI_ENV_SERVER_PORT" --port-file "$LOG_DIR/gui-pool.port" --max-envs "$GUI_POOL_MAX_ENVS" \
+    --prewarm-envs "$GUI_PREWARM_ENVS" --max-steps "$GUI_MAX_STEPS" --wait-after-reset "$GUI_WAIT_AFTER_RESET") \
+    >"$LOG_DIR/gui-pool.log" 2>&1 &
   GUI_POOL_PID=$!
   HELPER_PIDS="$HELPER_PIDS $GUI_POOL_PID"
   trap _train_job_cleanup EXIT
-  export GUI_ENV_SERVER_URL="http://$GUI_ENV_SERVER_HOST:$GUI_ENV_SERVER_PORT"
-  "$PYTHON" - "$GUI_ENV_SERVER_URL" "$GUI_POOL_PID" "$GUI_PREWARM_ENVS" <<'PY' || { tail -n 5 "$LOG_DIR/gui-pool.log" >&2; exit 2; }
-import json, os, sys, time, urllib.request
-url, pid, want = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-deadline = time.time() + 180
-while time.time() < deadline:
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        sys.exit("the GUI pool server exited")
-    try:
-        with urllib.request.urlopen(f"{url}/status", timeout=2) as r:
-            status = json.load(r)
-        if status["browsers"]["warm"] >= want or status["browsers"]["warming"] == 0 and status["browsers"]["started"] >= want:
-            sys.exit(0)
-    except OSError:
-        pass
-    time.sleep(0.5)
-sys.exit("the GUI pool did not warm up within 180 s")
-PY
+  GUI_ENV_SERVER_URL=$(cd "$REPO_DIR" && "$PYTHON" -m openclaw_rl.launch.wait_pool --name "$LAUNCH_SCRIPT: the GUI pool" \
+    --pid "$GUI_POOL_PID" --port-file "$LOG_DIR/gui-pool.port" --host "$GUI_ENV_SERVER_HOST" \
+    --warm "$GUI_PREWARM_ENVS" --timeout 180 --log "$LOG_DIR/gui-pool.log") || exit 2
+  export GUI_ENV_SERVER_URL
   echo "$LAUNCH_SCRIPT: GUI pool on $GUI_ENV_SERVER_URL (pid $GUI_POOL_PID, $GUI_PREWARM_ENVS browsers warm)"
 fi
 export SLIME_JOB_ENV="$SLIME_JOB_ENV GUI_ENV_SERVER_URL GUI_OBSERVATION_TYPE GUI_SCREEN_WIDTH GUI_SCREEN_HEIGHT GUI_MAX_STEPS GUI_ACTION_SPACE GUI_RESULT_DIR SCREENSHOT_BACKEND POOL_API_KEY"

@@ -59,18 +59,16 @@ NUM_ROLLOUT=${NUM_ROLLOUT:-$([ "$CPU_RUN" = 1 ] && echo 3 || echo 1000)}
 if [ -n "$SWE_EXEC_SERVER_URLS" ] && [ -z "$SWE_ENV_SERVER_URL" ] && [ -z "$TRAIN_JOB_DRY_RUN" ]; then
   SWE_ENV_SERVER_PORT=${SWE_ENV_SERVER_PORT:-18090}
   mkdir -p "$LOG_DIR"
+  rm -f "$LOG_DIR/swe_pool.port"   # SWE_ENV_SERVER_PORT=0: the pool binds a free port and writes it here
   (cd "$REPO_DIR" && exec "$PYTHON" -m openclaw_rl.envs.swe.pool_server --port "$SWE_ENV_SERVER_PORT" \
-    --max-envs "$SWE_MAX_CONCURRENT" --exec-server-urls "$SWE_EXEC_SERVER_URLS") >"$LOG_DIR/swe_pool.log" 2>&1 &
+    --port-file "$LOG_DIR/swe_pool.port" --max-envs "$SWE_MAX_CONCURRENT" --exec-server-urls "$SWE_EXEC_SERVER_URLS") \
+    >"$LOG_DIR/swe_pool.log" 2>&1 &
   SWE_POOL_PID=$!
   HELPER_PIDS="$HELPER_PIDS $SWE_POOL_PID"
   trap _train_job_cleanup EXIT
-  export SWE_ENV_SERVER_URL="http://127.0.0.1:$SWE_ENV_SERVER_PORT"
-  for _ in $(seq 100); do
-    "$PYTHON" -c "import httpx,sys; sys.exit(httpx.get('$SWE_ENV_SERVER_URL/healthz', timeout=1).status_code != 200)" \
-      2>/dev/null && break
-    kill -0 "$SWE_POOL_PID" 2>/dev/null || { echo "$LAUNCH_SCRIPT: the SWE pool server exited:" >&2; tail -3 "$LOG_DIR/swe_pool.log" >&2; exit 1; }
-    sleep 0.2
-  done
+  SWE_ENV_SERVER_URL=$(cd "$REPO_DIR" && "$PYTHON" -m openclaw_rl.launch.wait_pool --name "$LAUNCH_SCRIPT: the SWE pool server" \
+    --pid "$SWE_POOL_PID" --port-file "$LOG_DIR/swe_pool.port" --timeout 60 --log "$LOG_DIR/swe_pool.log") || exit 1
+  export SWE_ENV_SERVER_URL
   echo "$LAUNCH_SCRIPT: SWE pool server on $SWE_ENV_SERVER_URL (pid $SWE_POOL_PID) in front of $SWE_EXEC_SERVER_URLS"
 fi
 echo "$LAUNCH_SCRIPT: PROMPT_DATA=$PROMPT_DATA SWE_STEP_LIMIT=$SWE_STEP_LIMIT PARALLEL_ENVS=$PARALLEL_ENVS"

@@ -34,7 +34,7 @@ def test_gui_script_one_step_on_the_pool_it_starts(ray_head, tmp_path):
     env = job_env(port, dash, MODEL_PATH="builtin:tiny-qwen3", PORT=str(free_port()), ENV_TYPE="gui",
                   SCREENSHOT_BACKEND="playwright", CKPT_SAVE_DIR=str(tmp_path / "ckpt"),
                   RL_BUFFER_DIR=str(tmp_path / "buf"), LOG_DIR=str(tmp_path / "logs"), NUM_ROLLOUT="1",
-                  PARALLEL_ENVS="2", GUI_MAX_STEPS="2", GUI_ENV_SERVER_PORT=str(free_port()),
+                  PARALLEL_ENVS="2", GUI_MAX_STEPS="2", GUI_ENV_SERVER_PORT="0",
                   GUI_RESULT_DIR=str(results),
                   ROLLOUT_ARGS="--rollout-batch-size 2 --n-samples-per-prompt 2 --rollout-max-response-len 12 "
                                "--rollout-max-context-len 4096 --rollout-temperature 1.0",
@@ -67,7 +67,7 @@ def test_gui_script_screenshots_on_a_vision_language_policy(ray_head, tmp_path):
                   GUI_OBSERVATION_TYPE="screenshot", GUI_SCREEN_WIDTH="320", GUI_SCREEN_HEIGHT="240",
                   SCREENSHOT_BACKEND="playwright", CKPT_SAVE_DIR=str(tmp_path / "ckpt"),
                   RL_BUFFER_DIR=str(tmp_path / "buf"), LOG_DIR=str(tmp_path / "logs"), NUM_ROLLOUT="1",
-                  PARALLEL_ENVS="2", GUI_MAX_STEPS="2", GUI_ENV_SERVER_PORT=str(free_port()),
+                  PARALLEL_ENVS="2", GUI_MAX_STEPS="2", GUI_ENV_SERVER_PORT="0",
                   GUI_RESULT_DIR=str(tmp_path / "results"),
                   ROLLOUT_ARGS="--rollout-batch-size 2 --n-samples-per-prompt 2 --rollout-max-response-len 12 "
                                "--rollout-max-context-len 4096 --rollout-temperature 1.0",

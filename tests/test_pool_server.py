@@ -24,6 +24,7 @@ import pytest
 from openclaw_rl.agentic.environment import EnvRegistryError, load_factory, make_env, register_env
 from openclaw_rl.agentic.pool_client import (LeaseLostError, LocalEnvHandle, PoolClient, PoolClientError,
                                              PoolUnavailableError)
+from openclaw_rl.launch import wait_pool
 from openclaw_rl.server.launcher import REPO, free_port
 
 SPEC = "tests.test_pool_server:make_counter_env"
@@ -89,32 +90,23 @@ def make_counter_env(task_key: str, task: dict) -> CounterEnv:
 
 
 # -- servers as subprocesses ------------------------------------------------------------------
-def _wait_healthy(proc: subprocess.Popen, url: str, log: Path) -> None:
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited {proc.returncode}:\n{log.read_text()}")
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"server did not start:\n{log.read_text()}")
-
-
 @contextmanager
 def serve(tmp_path: Path, module: str, *args: str, env: dict | None = None, port: int | None = None):
-    """Run ``python -m <module> --port <port or a free one> *args``; yield ``(url, proc)``; SIGTERM it by PID."""
-    port = port or free_port()
-    log = tmp_path / f"{module.rsplit('.', 1)[-1]}-{port}.log"
+    """Run ``python -m <module> --port <port, or 0> --port-file F *args``; wait for ``/healthz``
+    (:mod:`openclaw_rl.launch.wait_pool`: the port the server itself bound); yield ``(url, proc)``;
+    SIGTERM it by PID."""
+    name = f"{module.rsplit('.', 1)[-1]}-{port or 0}-{time.monotonic_ns()}"
+    log, port_file = tmp_path / f"{name}.log", tmp_path / f"{name}.port"
     with open(log, "w") as fh:
-        proc = subprocess.Popen([sys.executable, "-m", module, "--port", str(port), "--log-level", "warning",
-                                 *args], cwd=REPO, stdout=fh, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen([sys.executable, "-m", module, "--port", str(port or 0), "--port-file", str(port_file),
+                                 "--log-level", "warning", *args], cwd=REPO, stdout=fh, stderr=subprocess.STDOUT,
                                 env={**os.environ, **(env or {})})
-    url = f"http://127.0.0.1:{port}"
     try:
-        _wait_healthy(proc, url, log)
+        try:
+            url = wait_pool.wait(proc.pid, port_file, "127.0.0.1", 0, 30.0)
+        except RuntimeError as exc:
+            proc.poll()
+            raise RuntimeError(f"server {exc} (rc {proc.returncode}):\n{log.read_text()}") from None
         yield url, proc
     finally:
         if proc.poll() is None:

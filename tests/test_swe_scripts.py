@@ -88,7 +88,7 @@ def test_swe_script_one_step_on_exec_server_behind_pool(ray_head, tmp_path, scri
         env = job_env(port, dash, MODEL_PATH="builtin:tiny-qwen3", PORT=str(free_port()),
                       CKPT_SAVE_DIR=str(tmp_path / "ckpt"), RL_BUFFER_DIR=str(tmp_path / "buf"),
                       LOG_DIR=str(tmp_path / "logs"), NUM_ROLLOUT="1", PARALLEL_ENVS="2", SWE_STEP_LIMIT="2",
-                      SWE_EXEC_SERVER_URLS=exec_url, SWE_ENV_SERVER_PORT=str(free_port()),
+                      SWE_EXEC_SERVER_URLS=exec_url, SWE_ENV_SERVER_PORT="0",
                       SWE_SAVE_TRAJ_DIR=str(tmp_path / "traj"), ENV_TYPE="swe",
                       ROLLOUT_ARGS="--rollout-batch-size 2 --n-samples-per-prompt 2 --rollout-max-response-len 12 "
                                    "--rollout-max-context-len 8192 --rollout-temperature 1.0",

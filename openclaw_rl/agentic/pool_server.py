@@ -42,6 +42,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from openclaw_rl.agentic.environment import evaluate_episode
 from openclaw_rl.agentic.lease_pool import LeasePool, PoolError
+from openclaw_rl.agentic.listen import add_port_file_flag, check_listen, port_number, serve  # noqa: F401 (re-exported)
 from openclaw_rl.server.errors import error_body, validation_message
 
 log = logging.getLogger(__name__)
@@ -233,17 +234,6 @@ def _positive(kind):
     return parse
 
 
-def port_number(text: str) -> int:
-    """An argparse type: a TCP port 0-65535 (0: any free port)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"port must be 0-65535, got {text}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The CLI flags (defaults from ``PARALLEL_ENVS``, ``POOL_API_KEY``)."""
     p = OneLineParser(prog="python -m openclaw_rl.agentic.pool_server",
@@ -264,32 +254,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.add_argument("--insecure-no-auth", action="store_true",
                    help="allow a non-loopback --host without --api-key (anyone reaching the port can run code)")
+    add_port_file_flag(p)
     return p
-
-
-def check_listen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Start-up checks shared by the pool server and the router, then logging: a non-loopback
-    ``--host`` needs ``--api-key`` (or ``--insecure-no-auth``), and the address must be free.
-    Errors go through ``parser.error`` (one line, exit 2)."""
-    import socket
-
-    from openclaw_rl.server.config import is_loopback
-
-    if not is_loopback(args.host) and not args.api_key and not args.insecure_no_auth:
-        parser.error(f"--host {args.host} is reachable from other machines: give --api-key KEY (or POOL_API_KEY), "
-                     "or --insecure-no-auth to serve without authentication")
-    with socket.socket() as probe:
-        try:
-            probe.bind((args.host, args.port))
-        except OSError as exc:
-            parser.error(f"cannot listen on {args.host}:{args.port}: {exc}")
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse flags, register families, serve until SIGTERM/SIGINT; returns the exit code."""
-    import uvicorn
-
     from openclaw_rl.agentic.environment import EnvRegistryError, get_factory, load_factory, register_env
 
     parser = build_parser()
@@ -305,12 +275,11 @@ def main(argv: list[str] | None = None) -> int:
             get_factory(args.env_type)
         except EnvRegistryError as exc:
             parser.error(f"--env-type {args.env_type}: {exc}")
-    check_listen(parser, args)
+    sock = check_listen(parser, args)
     pool = LeasePool(args.max_envs, args.lease_ttl, args.env_type, retry_after=args.retry_after)
     log.info("environment pool on http://%s:%d: %d envs, lease ttl %.0f s", args.host, args.port,
              args.max_envs, args.lease_ttl)
-    uvicorn.run(create_app(pool, args.api_key), host=args.host, port=args.port, log_level=args.log_level,
-                timeout_graceful_shutdown=10)
+    serve(create_app(pool, args.api_key), sock, args.log_level)
     return 0
 
 

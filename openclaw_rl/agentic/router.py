@@ -30,6 +30,7 @@ from fastapi import Depends, FastAPI
 from fastapi.responses import JSONResponse
 
 from openclaw_rl.agentic.lease_pool import PoolError
+from openclaw_rl.agentic.listen import add_port_file_flag
 from openclaw_rl.agentic.pool_client import http_clients
 from openclaw_rl.agentic.pool_server import (AllocateRequest, EvaluateRequest, ExecToolRequest, LeaseRequest,
                                              OneLineParser, bearer_check, install_pool_error_handlers, port_number)
@@ -214,14 +215,13 @@ def build_parser() -> OneLineParser:
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.add_argument("--insecure-no-auth", action="store_true",
                    help="allow a non-loopback --host without --api-key (anyone reaching the port can run code)")
+    add_port_file_flag(p)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse flags and serve the router until SIGTERM/SIGINT; returns the exit code."""
-    import uvicorn
-
-    from openclaw_rl.agentic.pool_server import check_listen
+    from openclaw_rl.agentic.listen import check_listen, serve
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -231,11 +231,10 @@ def main(argv: list[str] | None = None) -> int:
     bad = [u for u in urls if not u.startswith(("http://", "https://"))]
     if bad:
         parser.error(f"worker URL {bad[0]!r} must start with http:// or https://")
-    check_listen(parser, args)
+    sock = check_listen(parser, args)
     router = Router(urls, args.worker_api_key or args.api_key, timeout=args.timeout, retry_after=args.retry_after)
     log.info("pool router on http://%s:%d over %d worker(s)", args.host, args.port, len(urls))
-    uvicorn.run(create_router_app(router, args.api_key), host=args.host, port=args.port,
-                log_level=args.log_level, timeout_graceful_shutdown=10)
+    serve(create_router_app(router, args.api_key), sock, args.log_level)
     return 0
 
 

@@ -41,6 +41,7 @@ from fastapi import Depends, FastAPI
 from pydantic import BaseModel, Field
 
 from openclaw_rl.agentic.lease_pool import LeasePool, PoolError
+from openclaw_rl.agentic.listen import add_port_file_flag, serve
 from openclaw_rl.agentic.pool_server import (OneLineParser, _positive, bearer_check, check_listen,
                                              install_pool_error_handlers, port_number)
 from openclaw_rl.envs.gui.config import GuiConfig
@@ -201,13 +202,12 @@ def build_parser() -> OneLineParser:
     p.add_argument("--api-key", default=env.get("POOL_API_KEY") or None)
     p.add_argument("--insecure-no-auth", action="store_true")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    add_port_file_flag(p)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse flags, check Chromium and the settings, serve until SIGTERM/SIGINT; returns the exit code."""
-    import uvicorn
-
     from openclaw_rl.envs.gui.browser import BrowserError, chromium_path
     from openclaw_rl.envs.gui.miniwob_tasks import page_names
 
@@ -222,12 +222,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     if args.prewarm_envs < 0:
         parser.error("--prewarm-envs must be >= 0")
-    check_listen(parser, args)
+    sock = check_listen(parser, args)
     pool = GuiPool(config, args.max_envs, args.prewarm_envs, args.lease_ttl)
     log.info("GUI pool on http://%s:%d: %d envs (%d warm), %dx%d, %s", args.host, args.port, args.max_envs,
              pool.slots.keep_warm, config.width, config.height, config.observation_type)
-    uvicorn.run(create_app(pool, args.api_key), host=args.host, port=args.port, log_level=args.log_level,
-                timeout_graceful_shutdown=10)
+    serve(create_app(pool, args.api_key), sock, args.log_level)
     return 0
 
 

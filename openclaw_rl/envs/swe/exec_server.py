@@ -34,7 +34,8 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from openclaw_rl.agentic.pool_server import OneLineParser, bearer_check, check_listen, install_pool_error_handlers, port_number
+from openclaw_rl.agentic.listen import add_port_file_flag, check_listen, port_number, serve
+from openclaw_rl.agentic.pool_server import OneLineParser, bearer_check, install_pool_error_handlers
 from openclaw_rl.envs.swe.containers import ContainerError, ContainerManager
 from openclaw_rl.server.errors import error_body
 
@@ -152,8 +153,6 @@ def default_image_roots() -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse flags and serve until SIGTERM/SIGINT; returns the exit code."""
-    import uvicorn
-
     p = OneLineParser(prog="python -m openclaw_rl.envs.swe.exec_server",
                       description="Serve sandboxed repository containers (upstream's /container/* API).")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
@@ -164,14 +163,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--api-key", default=os.environ.get("POOL_API_KEY") or None, help="require 'Authorization: Bearer KEY'")
     p.add_argument("--insecure-no-auth", action="store_true", help="allow a non-loopback --host without --api-key")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    add_port_file_flag(p)
     args = p.parse_args(argv)
     if args.max_containers < 1:
         p.error("--max-containers must be >= 1")
-    check_listen(p, args)
+    sock = check_listen(p, args)
     manager = ContainerManager(args.image_root or default_image_roots(), args.max_containers)
     log.info("SWE exec server on http://%s:%d (images under %s)", args.host, args.port, manager.image_roots)
-    uvicorn.run(create_app(manager, args.api_key), host=args.host, port=args.port, log_level=args.log_level,
-                timeout_graceful_shutdown=10)
+    serve(create_app(manager, args.api_key), sock, args.log_level)
     return 0
 
 

@@ -33,7 +33,7 @@ from pydantic import BaseModel, Field
 
 from openclaw_rl.agentic.lease_pool import LeasePool, PoolError
 from openclaw_rl.agentic.pool_server import OneLineParser, bearer_check, check_listen, create_app as _generic_app
-from openclaw_rl.agentic.pool_server import port_number
+from openclaw_rl.agentic.listen import add_port_file_flag, port_number, serve
 from openclaw_rl.envs.swe.backends import BackendError, LocalHandle, create_on_exec_servers, exec_server_urls
 from openclaw_rl.envs.swe.containers import ContainerError, ContainerManager
 
@@ -132,8 +132,6 @@ def create_app(pool: LeasePool, api_key: str | None = None) -> FastAPI:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse flags and serve until SIGTERM/SIGINT; returns the exit code."""
-    import uvicorn
-
     from openclaw_rl.envs.swe.exec_server import default_image_roots
 
     p = OneLineParser(prog="python -m openclaw_rl.envs.swe.pool_server",
@@ -150,10 +148,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--api-key", default=os.environ.get("POOL_API_KEY") or None)
     p.add_argument("--insecure-no-auth", action="store_true")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    add_port_file_flag(p)
     args = p.parse_args(argv)
     if args.max_envs < 1 or args.lease_ttl <= 0:
         p.error("--max-envs must be >= 1 and --lease-ttl > 0")
-    check_listen(p, args)
+    sock = check_listen(p, args)
     urls = exec_server_urls({"SWE_EXEC_SERVER_URLS": args.exec_server_urls}) if args.exec_server_urls is not None \
         else exec_server_urls()
     manager = None if urls else ContainerManager(args.image_root or default_image_roots(), args.max_envs)
@@ -161,8 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     pool = LeasePool(args.max_envs, args.lease_ttl, "swe_container", factory=factory)
     log.info("SWE pool on http://%s:%d: %d leases, containers %s", args.host, args.port, args.max_envs,
              ", ".join(urls) if urls else "in this process")
-    uvicorn.run(create_app(pool, args.api_key), host=args.host, port=args.port, log_level=args.log_level,
-                timeout_graceful_shutdown=10)
+    serve(create_app(pool, args.api_key), sock, args.log_level)
     return 0
 
 
