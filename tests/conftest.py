@@ -29,12 +29,16 @@ def tiny_classifier(tmp_path_factory):
     return build_tiny_classifier(tmp_path_factory.mktemp("tiny_classifier"))
 
 
-@pytest.fixture
-def ray_head(tmp_path):
-    """A private Ray head on loopback (token auth); yields ``(gcs_port, dashboard_port)``."""
+@pytest.fixture(scope="session")
+def ray_head(tmp_path_factory):
+    """A private Ray head on loopback (token auth), one per test process (each xdist worker): the
+    tests submit their jobs to it one after another (each job its own driver, runtime env and
+    actors, gone when the job ends), so no test pays the head's start (~15 s on 2 cores) again;
+    yields ``(gcs_port, dashboard_port)``. Tests that need their own cluster use
+    :func:`tests.support.ray_head.private_ray_head` directly."""
     from tests.support.ray_head import private_ray_head
 
-    with private_ray_head(tmp_path) as ports:
+    with private_ray_head(tmp_path_factory.mktemp("ray_head")) as ports:
         yield ports
 
 

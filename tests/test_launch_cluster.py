@@ -51,11 +51,18 @@ def _trained(out: Path) -> bool:
         and '"step": 1' in rows[0].read_text()
 
 
-def test_job_runs_on_the_cluster_ray_address_names(tiny_server, tmp_path):
+def test_job_runs_on_the_cluster_ray_address_names(tiny_server, ray_head, tmp_path):
+    """The "remote" cluster is the shared test head (jobs of other tests may be on it: only the
+    jobs this test adds are counted); the "local" one is this test's own, which must stay empty."""
     data = record_sessions(tiny_server, tmp_path / "sessions.jsonl")
     (tmp_path / "local").mkdir()
-    (tmp_path / "remote").mkdir()
-    with private_ray_head(tmp_path / "local") as local, private_ray_head(tmp_path / "remote") as remote:
+    remote = ray_head
+    earlier = {j["submission_id"] for j in _jobs(remote[1])}
+
+    def new_remote_jobs() -> list[dict]:
+        return [j for j in _jobs(remote[1]) if j["submission_id"] not in earlier]
+
+    with private_ray_head(tmp_path / "local") as local:
         # 1. the launch script with RAY_ADDRESS = the remote head's job API URL
         out = tmp_path / "run1"
         env = _offline_env(local, data, out)
@@ -65,7 +72,7 @@ def test_job_runs_on_the_cluster_ray_address_names(tiny_server, tmp_path):
         assert f"submitting to the Ray cluster at http://127.0.0.1:{remote[1]}" in r.stdout
         assert "started a Ray head" not in r.stdout
         assert _trained(out)
-        remote_jobs, local_jobs = _jobs(remote[1]), _jobs(local[1])
+        remote_jobs, local_jobs = new_remote_jobs(), _jobs(local[1])
         assert [j["status"] for j in remote_jobs] == ["SUCCEEDED"], remote_jobs
         assert local_jobs == []
 
@@ -84,7 +91,7 @@ def test_job_runs_on_the_cluster_ray_address_names(tiny_server, tmp_path):
         assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
         assert "running inside a Ray job: training on its cluster" in r.stdout
         assert _trained(out)
-        assert len(_jobs(remote[1])) == 2  # run 1's job and this one: nothing nested
+        assert len(new_remote_jobs()) == 2  # run 1's job and this one: nothing nested
         assert _jobs(local[1]) == []
 
 

