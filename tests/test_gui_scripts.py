@@ -57,6 +57,8 @@ def test_gui_script_one_step_on_the_pool_it_starts(ray_head, tmp_path):
     assert [e["browser_pid"] for e in episodes if process_group_alive(e["browser_pid"])] == []
 
 
+@pytest.mark.exhaustive  # the VL variant of the script test above; tests/test_gui_vision.py covers the
+# VL episodes, their capture and the training step on their pixel values in make test
 def test_gui_script_screenshots_on_a_vision_language_policy(ray_head, tmp_path):
     """``ENV_TYPE=gui GUI_OBSERVATION_TYPE=screenshot MODEL_PATH=builtin:tiny-qwen2-vl bash
     gui-rl/run_gui_rl.sh``, one step: the episodes' prompts carry the screenshots (recorded with

@@ -22,7 +22,8 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 def test_binary_rl_script_one_offline_step(tiny_server, ray_head, tmp_path):
     port, dash = ray_head
     data = record_sessions(tiny_server, tmp_path / "sessions.jsonl")
-    env = job_env(port, dash, MODEL_PATH="builtin:tiny-qwen3", DATA_PATH=str(data),
+    env = job_env(port, dash, RAY_ADDRESS=f"127.0.0.1:{port}",  # the GCS form: ray status, then the cluster's job API
+                  MODEL_PATH="builtin:tiny-qwen3", DATA_PATH=str(data),
                   CKPT_SAVE_DIR=str(tmp_path / "ckpt"), RL_BUFFER_DIR=str(tmp_path / "buf"),
                   LOG_DIR=str(tmp_path / "logs"),
                   ROLLOUT_ARGS="--rollout-batch-size 2 --num-rollouts-per-prompt 1 --num-rollout 1 "
@@ -32,6 +33,7 @@ def test_binary_rl_script_one_offline_step(tiny_server, ray_head, tmp_path):
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     assert "succeeded" in (r.stdout + r.stderr)
+    assert f"submitting to the Ray cluster at 127.0.0.1:{port} (job API http://127.0.0.1:{dash})" in r.stdout
     assert (tmp_path / "ckpt" / "checkpoint-latest" / "trainer_state.json").is_file()
     rows = list((tmp_path / "logs").glob("run-*/metrics.jsonl"))
     assert rows and '"step": 1' in rows[0].read_text()

@@ -30,7 +30,7 @@ def _run(script: str, tiny_server, ray_head, tmp_path, extra_env: dict) -> dict:
                            reply="No, answer in French please.")
     env = {**os.environ, "MODEL_PATH": "builtin:tiny-qwen3", "DATA_PATH": str(data),
            "CKPT_SAVE_DIR": str(tmp_path / "ckpt"), "RAY_PORT": str(port), "RAY_DASHBOARD_PORT": str(dash),
-           "RAY_ADDRESS": f"127.0.0.1:{port}", "PYTHON": sys.executable, "RAY_AUTH_MODE": "token",
+           "RAY_ADDRESS": f"http://127.0.0.1:{dash}", "PYTHON": sys.executable, "RAY_AUTH_MODE": "token",
            "RL_BUFFER_DIR": str(tmp_path / "buf"), "LOG_DIR": str(tmp_path / "logs"), "MAJORITY_VOTE_N": "3",
            "ROLLOUT_ARGS": "--rollout-batch-size 2 --num-rollouts-per-prompt 1 --num-rollout 1 "
                            "--rollout-max-response-len 8",
