@@ -131,6 +131,44 @@ def test_resume_after_interruption(tiny_server, tmp_path):
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "seed" in bad.stderr
 
 
+def _children(pid: int) -> list[int]:
+    """The child process ids of ``pid`` (Linux ``/proc``)."""
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        out += [int(c) for c in (task / "children").read_text().split()]
+    return out
+
+
+def test_sigterm_stops_the_server_it_started_and_keeps_finished_items(tmp_path):
+    """``kill <pid>`` of an eval that serves its own model: exit 143 with one line, the model
+    server it started is stopped (not left running without its parent), finished items stay."""
+    out = tmp_path / "eval"
+    proc = subprocess.Popen([sys.executable, "-m", "openclaw_rl.cli", "eval", "--model-path", "builtin:tiny-qwen3",
+                             "--eval-tasks", "coding", "--limit", "40", "--concurrency", "1", "--max-tokens", "64",
+                             "--torch-threads", "1", "--out", str(out), "--no-progress"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 180
+        while not list(out.glob("items/*/coding.jsonl")) or not list(out.glob("items/*/coding.jsonl"))[0].read_text():
+            assert proc.poll() is None and time.time() < deadline, proc.stderr.read() if proc.poll() is not None else ""
+            time.sleep(0.05)
+        servers = _children(proc.pid)
+        assert servers, "the eval runs its model server as a child process"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 143, err
+    assert "terminated; finished items are kept" in err and "run the same command to resume" in err
+    time.sleep(0.5)
+    alive = [pid for pid in servers if Path(f"/proc/{pid}").exists()
+             and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+    assert alive == [], f"left running: {alive}"
+    assert list(out.glob("items/*/coding.jsonl"))[0].read_text().count("\n") >= 1
+
+
 def test_bad_input_is_one_line_exit_2(tmp_path):
     for argv in (["eval"], ["eval", "--model-path", "builtin:nope"], ["eval", "--model-path", str(tmp_path)],
                  ["eval", "--model-path", "builtin:tiny-qwen3", "--eval-tasks", "chess"],

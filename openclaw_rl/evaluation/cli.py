@@ -1,17 +1,43 @@
 """``openclaw-rl eval`` / ``bash openclaw-test/run_eval.sh``: the evaluation command line.
 
-Bad input is one line on stderr and exit code 2; an interrupted run exits 130 and resumes when the
-same command is run again (same ``--out``).
+Bad input is one line on stderr and exit code 2; an interrupted run (Ctrl-C: 130, SIGTERM: 143)
+stops the servers it started and resumes when the same command is run again (same ``--out``).
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from openclaw_rl.evaluation.tasks import DEFAULT_TASKS, TASK_NAMES
 from slime.errors import error_line
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread on SIGTERM, so the run unwinds as on Ctrl-C: the ``with`` blocks
+    that started servers stop them (Python's default SIGTERM ends the process at once, leaving the
+    servers running), finished items stay logged; the exit code is 143."""
+
+
+@contextmanager
+def _sigterm_unwinds():
+    """While inside: SIGTERM raises :class:`Terminated` (the previous handler is put back after).
+    A no-op outside the main thread (``signal.signal`` only works there)."""
+    def handler(signum, frame):
+        raise Terminated()
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -72,7 +98,7 @@ def config_from_args(a: argparse.Namespace):
 def run_guarded(a: argparse.Namespace, argv: list[str], prog: str) -> tuple[dict | None, int]:
     """Run the evaluation for parsed args ``a``; returns ``(payload, 0)``, or ``(None, code)`` after
     printing one line: 1 for a server that did not start, is unreachable or answers with an error
-    (finished items are kept), 130 when interrupted.
+    (finished items are kept), 130 when interrupted, 143 on SIGTERM.
 
     Raises:
         ValueError: ``--out`` is a file, or bad settings (from :func:`config_from_args`).
@@ -85,8 +111,9 @@ def run_guarded(a: argparse.Namespace, argv: list[str], prog: str) -> tuple[dict
         raise ValueError(f"--out {a.out}: is a file; give a folder for the results")
     kept = f"items finished so far are kept in {a.out}: fix it and run the same command to resume"
     try:
-        return run_evaluation(config_from_args(a), argv=argv,
-                              log=lambda m: print(m, file=sys.stderr, flush=True)), 0
+        with _sigterm_unwinds():
+            return run_evaluation(config_from_args(a), argv=argv,
+                                  log=lambda m: print(m, file=sys.stderr, flush=True)), 0
     except RuntimeError as exc:  # a server that did not start (the message holds its log)
         print(f"{prog}: error: {exc}", file=sys.stderr)
     except openai.APIConnectionError as exc:
@@ -94,15 +121,17 @@ def run_guarded(a: argparse.Namespace, argv: list[str], prog: str) -> tuple[dict
         print(f"{prog}: error: cannot reach {url} ({type(exc).__name__}); {kept}", file=sys.stderr)
     except openai.OpenAIError as exc:  # wrong key, 5xx
         print(f"{prog}: error: {error_line(exc, None)}; {kept}", file=sys.stderr)
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted; finished items are kept in {a.out}: run the same command to resume",
+    except KeyboardInterrupt as exc:
+        how = "terminated" if isinstance(exc, Terminated) else "interrupted"
+        print(f"{prog}: {how}; finished items are kept in {a.out}: run the same command to resume",
               file=sys.stderr)
-        return None, 130
+        return None, 143 if isinstance(exc, Terminated) else 130
     return None, 1
 
 
 def main(argv: list[str] | None = None, prog: str = "openclaw-rl eval") -> int:
-    """Run the eval command; returns the exit code (0, 2 for bad input, 130 when interrupted).
+    """Run the eval command; returns the exit code (0, 2 for bad input, 130 when interrupted, 143
+    on SIGTERM).
 
     Raises:
         ValueError / OSError for bad input when called from :mod:`openclaw_rl.cli` (which turns them
