@@ -17,6 +17,43 @@ import httpx
 from openclaw_rl.server.launcher import free_port
 
 
+def _start_head(bin_dir: Path, env: dict, log_path: Path, temp_dir: str, num_cpus: int):
+    """One try: ``ray start --head --block`` on fresh free ports; returns ``(proc, gcs_port,
+    dashboard_port)`` once the dashboard answers as Ray's (``/api/version`` with ``ray_version``;
+    401 under token auth), or ``None`` when the head exited first (a port taken between the
+    choice and Ray's bind). Raises ``RuntimeError`` (the log) after 180 s."""
+    port, dash = free_port(), free_port()
+    proc = subprocess.Popen([str(bin_dir / "ray"), "start", "--head", "--block", "--node-ip-address", "127.0.0.1",
+                             "--temp-dir", temp_dir,
+                             "--port", str(port), "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash),
+                             # its own job-agent port (default 52365): two heads can run side by side
+                             "--dashboard-agent-listen-port", str(free_port()),
+                             "--num-cpus", str(num_cpus), "--disable-usage-stats"],
+                            env=env, stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            return None
+        try:
+            r = httpx.get(f"http://127.0.0.1:{dash}/api/version", timeout=2)
+            if r.status_code == 401 or (r.status_code == 200 and "ray_version" in r.json()):
+                return proc, port, dash
+        except (httpx.HTTPError, ValueError):
+            pass
+        time.sleep(1)
+    _stop(proc)
+    raise RuntimeError(log_path.read_text())
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
 @contextmanager
 def private_ray_head(log_dir: Path, num_cpus: int = 2):
     """Start a Ray head on loopback with token auth on free ports; yields ``(gcs_port, dashboard_port)``.
@@ -26,41 +63,30 @@ def private_ray_head(log_dir: Path, num_cpus: int = 2):
     has its own ``--temp-dir`` (removed on exit): Ray keeps "the cluster on this machine" in
     ``<temp dir>/ray_current_cluster``, and a job's entrypoint gets ``RAY_ADDRESS`` from its head's
     file, so with one shared ``/tmp/ray`` a job on one head would train on the head started last.
+    A head that exits at start (a port taken in between) is started again on other ports (3 tries).
 
     Raises:
-        RuntimeError: the dashboard did not answer within 180 s (the log is the message).
+        RuntimeError: the dashboard did not answer within 180 s, or three starts failed (the log
+            is the message).
     """
-    port, dash = free_port(), free_port()
     bin_dir = Path(sys.executable).parent
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "RAY_AUTH_MODE": "token"}
     subprocess.run([str(bin_dir / "ray"), "get-auth-token", "--generate"], env=env, check=True, capture_output=True)
     log_path = Path(log_dir) / "ray.log"
     temp_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's unix socket paths live in it
-    proc = subprocess.Popen([str(bin_dir / "ray"), "start", "--head", "--block", "--node-ip-address", "127.0.0.1",
-                             "--temp-dir", temp_dir,
-                             "--port", str(port), "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash),
-                             # its own job-agent port (default 52365): two heads can run side by side
-                             "--dashboard-agent-listen-port", str(free_port()),
-                             "--num-cpus", str(num_cpus), "--disable-usage-stats"],
-                            env=env, stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
     try:
-        deadline = time.time() + 180
-        while time.time() < deadline:
-            try:
-                if httpx.get(f"http://127.0.0.1:{dash}/api/version", timeout=2).status_code in (200, 401):
-                    break
-            except httpx.HTTPError:
-                time.sleep(1)
+        for _ in range(3):
+            started = _start_head(bin_dir, env, log_path, temp_dir, num_cpus)
+            if started:
+                break
         else:
             raise RuntimeError(log_path.read_text())
-        yield port, dash
-    finally:
-        proc.send_signal(signal.SIGTERM)
+        proc, port, dash = started
         try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+            yield port, dash
+        finally:
+            _stop(proc)
+    finally:
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 
