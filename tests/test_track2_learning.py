@@ -47,6 +47,6 @@ def _check(result: dict) -> None:
     assert all(s["logprob_gap"] < 0.01 for s in steps), steps  # trained on what was sampled
 
 
-@pytest.mark.parametrize("family", ["math-tool", "terminal"])
+@pytest.mark.parametrize("family", ["math-tool", "terminal", "gui", "swe"])
 def test_grpo_raises_the_heldout_pass_rate(family, tmp_path):
     _check(run(family, tmp_path))
