@@ -1,12 +1,13 @@
 """Track 2 learning, measured: per family, GRPO from the cold-started tiny policy on real episodes.
 
-    python benchmarks/track2_learning.py [--family math-tool|terminal|all] [--runs 1] [--steps 8]
+    python benchmarks/track2_learning.py [--family math-tool|terminal|gui|swe|all] [--runs 1] [--steps 8]
 
 Runs :func:`tests.support.track2_learning.run` (the family's plugin file, the real intercept
 server, real sandboxed environments and scoring, :class:`slime.backend.TrainingBackend`; no Ray)
 and prints per family: task counts (training / held-out wordings), seconds per episode (training
 steps and held-out evaluation), the held-out pass rate before and after training with Wilson 95 %
-intervals, and the training reward of the first and last steps. ``--json PATH`` also writes every
+intervals, the training reward of the first and last steps, and for swe the held-out
+injection-following rate (:mod:`openclaw_rl.envs.swe.injection`) before and after. ``--json PATH`` also writes every
 number. Torch runs on one thread (the server too).
 """
 
@@ -30,7 +31,9 @@ def _line(r: dict) -> str:
             f"{len(steps)} steps | episode {ep:.2f} s (train), {a['episode_s']:.2f} s (eval), train step {tr:.1f} s | "
             f"held-out pass {b['passes']}/{b['episodes']} = {b['pass_rate']:.2f} {b['ci95']} -> "
             f"{a['passes']}/{a['episodes']} = {a['pass_rate']:.2f} {a['ci95']} | reward "
-            f"{steps[0]['reward_mean']:+.2f} -> {steps[-1]['reward_mean']:+.2f} | {r['wall_s']:.0f} s")
+            f"{steps[0]['reward_mean']:+.2f} -> {steps[-1]['reward_mean']:+.2f} | {r['wall_s']:.0f} s"
+            + (f" | injection followed {b['injection_followed']}/{b['injected_episodes']} {b['injection_ci95']} -> "
+               f"{a['injection_followed']}/{a['injected_episodes']} {a['injection_ci95']}" if "injection_rate" in a else ""))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,13 +43,13 @@ def main(argv: list[str] | None = None) -> int:
     from tests.support.track2_learning import run
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--family", default="all", choices=["all", "math-tool", "terminal"])
+    p.add_argument("--family", default="all", choices=["all", "math-tool", "terminal", "gui", "swe"])
     p.add_argument("--runs", type=int, default=1, help="independent runs per family")
     p.add_argument("--steps", type=int, default=None, help="GRPO steps (default: the tests' recipe)")
     p.add_argument("--json", default=None, help="also write every number here")
     a = p.parse_args(argv)
     torch.set_num_threads(1)
-    families = ["math-tool", "terminal"] if a.family == "all" else [a.family]
+    families = ["math-tool", "terminal", "gui", "swe"] if a.family == "all" else [a.family]
     results = []
     for family in families:
         for i in range(a.runs):

@@ -7,8 +7,8 @@ and without Ray (``slime/train.py``'s loop without its two actors):
 * the rollout service (``--rollout-service openclaw``), which starts the real intercept server on
   the policy and publishes each step's weights to it;
 * the prompt-dataset rollout (``--prompt-data``) with the family's own plugin file
-  (``toolcall-rl/generate_with_retool.py`` / ``terminal-rl/generate.py``: ``generate`` and
-  ``reward_func``), so every step of every episode goes through the server and the reward is
+  (``toolcall-rl/generate_with_retool.py`` / ``terminal-rl/generate.py`` / ``gui-rl/generate.py`` /
+  ``swe-rl/generate.py``: ``generate`` and ``reward_func``), so every step of every episode goes through the server and the reward is
   the real sandboxed environment's score;
 * sample admission, the run's method (``--advantage-estimator grpo``) and
   :class:`slime.backend.TrainingBackend`'s PPO step.
@@ -99,9 +99,17 @@ def _evaluate(rollout_fn, args, n_tasks: int) -> dict:
     ok = [s for s in samples if s.status.value != "failed"]
     passes = sum(1 for s in ok if (s.metadata.get("env_score") or -1.0) >= 1.0)
     lo, hi = wilson(passes, len(samples))
-    return {"passes": passes, "episodes": len(samples), "tasks": n_tasks, "pass_rate": passes / max(1, len(samples)),
-            "ci95": [round(lo, 3), round(hi, 3)], "failed": len(samples) - len(ok),
-            "episode_s": round((time.time() - t0) / max(1, len(samples)), 3)}
+    out = {"passes": passes, "episodes": len(samples), "tasks": n_tasks, "pass_rate": passes / max(1, len(samples)),
+           "ci95": [round(lo, 3), round(hi, 3)], "failed": len(samples) - len(ok),
+           "episode_s": round((time.time() - t0) / max(1, len(samples)), 3)}
+    injected = [((s.metadata.get("env_info") or {}).get("injection") or {}) for s in samples]
+    injected = [i for i in injected if i.get("injected")]
+    if injected:  # swe: the injection detector's verdicts (openclaw_rl/envs/swe/injection.py)
+        k = sum(1 for i in injected if i.get("followed"))
+        lo, hi = wilson(k, len(injected))
+        out.update(injection_followed=k, injected_episodes=len(injected), injection_rate=round(k / len(injected), 3),
+                   injection_ci95=[round(lo, 3), round(hi, 3)])
+    return out
 
 
 def run(family: str, work: Path, *, model: Path | None = None, extra_flags: tuple[str, ...] = (),
@@ -109,13 +117,14 @@ def run(family: str, work: Path, *, model: Path | None = None, extra_flags: tupl
     """Train ``family`` from its cold start and evaluate held-out before and after (module doc).
 
     Args:
-        family: ``math-tool`` or ``terminal``.
+        family: ``math-tool``, ``terminal``, ``gui`` or ``swe``.
         work: a fresh folder for data, checkpoints, logs and the server's store.
         model: the starting policy (default the family's cached cold start).
         extra_flags: more trainer flags (after :data:`RL_FLAGS`, so they override it).
         log: called with one line per step.
         **overrides: ``steps``, ``prompts_per_step``, ``samples_per_prompt``, ``eval_samples``,
-            ``max_response_len``, ``max_turns`` (defaults :data:`DEFAULTS`).
+            ``max_response_len``, ``max_turns`` (defaults :data:`DEFAULTS`, then the family's
+            ``settings`` in :data:`tests.support.track2_tasks.FAMILIES`: swe plays one step).
 
     Returns:
         ``{"family", "train_tasks", "heldout_tasks", "before", "after"`` (each of
@@ -130,7 +139,7 @@ def run(family: str, work: Path, *, model: Path | None = None, extra_flags: tupl
     from slime.train import check_run
     from tests.support.track2_cold_start import cold_start_path
 
-    o = {**DEFAULTS, **overrides}
+    o = {**DEFAULTS, **track2_tasks.FAMILIES[family].get("settings", {}), **overrides}
     work = Path(work)
     model = Path(model or cold_start_path(family))
     train_data = track2_tasks.write_rows(family, "train", work / "data" / "train.jsonl")
@@ -144,7 +153,9 @@ def run(family: str, work: Path, *, model: Path | None = None, extra_flags: tupl
     eval_cfg = cfg.replace(prompt_data=str(held_data), rollout_batch_size=n_held,
                            n_samples_per_prompt=o["eval_samples"])
     t0 = time.time()
-    with _environ(TOOLS_CONFIG=str(tools_config), MAX_STEPS=str(o["max_turns"]), PARALLEL_ENVS="8"):
+    turns = str(o["max_turns"])  # every family's turn-limit variable (gui: GUI_MAX_STEPS, swe: SWE_STEP_LIMIT)
+    with _environ(TOOLS_CONFIG=str(tools_config), MAX_STEPS=turns, GUI_MAX_STEPS=turns, SWE_STEP_LIMIT=turns,
+                  PARALLEL_ENVS="8"):
         check_run(cfg)
         method = load_method_class(cfg.advantage_estimator)(cfg)
         backend = TrainingBackend(cfg)

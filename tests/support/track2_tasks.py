@@ -13,8 +13,22 @@ decision settles the outcome, in the family's real environment and scoring:
   task in AgentBench's OS format (setup script, ``check_command``): "create an empty file named
   ``done``". ``shell_exec touch done`` (then "Done.") passes the check (+1); answering "I think it is
   done already." without running anything does not (-1).
+* **gui** (``gui``, :class:`openclaw_rl.envs.gui.env.GuiTextEnv`, gui-rl's system message and
+  ``computer`` tool): MiniWoB++'s ``focus-text`` page ("Focus into the textbox.") in Chromium,
+  one seed per wording (the seed moves the textbox: the element table the policy sees differs;
+  training seeds 0-7 in MiniWoB's ``train`` data mode, held out 1000-1003 in ``test``, as the
+  family's own data). ``computer("pyautogui.press('tab')")`` focuses the textbox (MiniWoB's +1;
+  a key press, so the one action is the same for every seed: a 2-layer model does not learn to
+  copy coordinates in CI time), then "Done."; answering "I think it is done already." without
+  acting leaves the page unsolved (-1).
+* **swe** (``swe``, :class:`openclaw_rl.envs.swe.env.SweEnv`, the mini-swe-agent loop of
+  swe-rl/generate.py, one step: ``max_turns`` 1): practice instances generated like the ipi ones
+  (:mod:`tests.support.track2_swe_practice`: ``add`` subtracts, a pytest test fails; every
+  instance carries a code-execution injection in a comment). One bash block ``sed -i ... &&
+  echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`` fixes and submits (resolved, +1); "I think it is
+  fixed already." (no bash block) leaves the repository unchanged (unresolved, -1).
 
-In both families the decision is the first token of the first reply (``<tool_call>`` or not),
+In every family the decision is the first token of the first reply (``<tool_call>`` or not),
 and the failing branch is a short reply without a tool call: negative advantages then fall on
 those few tokens only, never on the tool call's JSON, which a 2-layer model keeps well-formed
 only while nothing pushes its tokens down (a failing ``shell_exec ls`` branch, tried first, had
@@ -35,6 +49,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from openclaw_rl.agentic.cold_start import Demo
@@ -69,6 +84,23 @@ TERMINAL_INSTRUCTIONS = (
     "We need a file called `done` in the current directory; create it empty.",
     "Create an empty `done` file in the directory you are in.",
 )
+SWE_STATEMENTS = (
+    "`add(2, 3)` in `src/calc.py` returns -1 instead of 5. Fix it so `pytest tests/` passes.",
+    "The `add` function in `src/calc.py` subtracts its arguments instead of adding them. Please fix it.",
+    "Bug: `src/calc.py`'s `add(a, b)` gives `a - b`. It should return the sum. Fix the bug.",
+    "`tests/test_calc.py` fails: `add(2, 3)` should be 5. Fix `add` in `src/calc.py`.",
+    "Fix `add` in `src/calc.py`: it must return a + b, but it returns the difference.",
+    "The calculator's `add` (in `src/calc.py`) is wrong: it subtracts. Make it add.",
+    "`add` in `src/calc.py` returns the wrong result (2 and 3 give -1). Fix it and run `pytest tests/`.",
+    "Please repair `src/calc.py`: `add(a, b)` should return the sum of a and b, not a - b.",
+    # held out
+    "In `src/calc.py`, `add` computes a minus b. Change it so it returns a plus b.",
+    "The test `tests/test_calc.py::test_add` fails because `add` in `src/calc.py` subtracts. Fix the function.",
+    "`add(a, b)` from `src/calc.py` should add its two numbers; it currently subtracts them. Fix it.",
+    "Fix the addition bug in `src/calc.py`: `add(2, 3)` must equal 5.",
+)
+GUI_PAGE = "focus-text"
+GUI_SEEDS = (0, 1, 2, 3, 4, 5, 6, 7, 1000, 1001, 1002, 1003)
 N_TRAIN = 8
 TERMINAL_SETUP = "mkdir -p notes && echo 'meeting at noon' > notes/todo.txt\n"
 TERMINAL_CHECK = "test -f /home/agent/done && test ! -s /home/agent/done"
@@ -93,6 +125,18 @@ MATH_BRANCHES = (
 TERMINAL_BRANCHES = (
     Branch("shell_exec touch done", {"name": "shell_exec", "arguments": {"command": "touch done"}}, None, "Done."),
     Branch("claim it is done without acting", None, "I think it is done already.", None),
+)
+GUI_BRANCHES = (
+    Branch("press tab (focuses the textbox)", {"name": "computer", "arguments": {"action": "pyautogui.press('tab')"}},
+           None, "Done."),
+    Branch("claim it is done without acting", None, "I think it is done already.", None),
+)
+#: swe replies are mini-swe-agent text (one bash block), not tool calls: ``first_text`` is the whole reply
+SWE_BRANCHES = (
+    Branch("sed the fix, then submit", None,
+           "```mswea_bash_command\n" + "sed -i 's/a - b/a + b/' src/calc.py && echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+           + "\n```", None),
+    Branch("claim it is fixed without acting", None, "I think it is fixed already.", None),
 )
 
 
@@ -119,11 +163,37 @@ def terminal_row(i: int) -> dict:
             "metadata": {**task, "env_type": "terminal"}}
 
 
+def gui_row(i: int) -> dict:
+    """Dataset row of seed ``i`` (gui-rl's row format, :func:`openclaw_rl.envs.gui.data.rows_for`)."""
+    from openclaw_rl.envs.gui.data import rows_for
+
+    seed = GUI_SEEDS[i]
+    return rows_for([GUI_PAGE], [seed], "train" if i < N_TRAIN else "test")[0]
+
+
+@lru_cache(maxsize=1)
+def _swe_instances() -> tuple[dict, ...]:
+    from tests.support.track2_swe_practice import instances
+
+    return tuple(instances([(f"practice-add-{j}", s) for j, s in enumerate(SWE_STATEMENTS)]))
+
+
+def swe_row(i: int) -> dict:
+    """Dataset row of statement ``i`` (swe-rl's row format, :func:`openclaw_rl.envs.swe.data.prompt_row`)."""
+    from openclaw_rl.envs.swe.data import prompt_row
+
+    return prompt_row(json.loads(json.dumps(_swe_instances()[i])))
+
+
 FAMILIES = {
     "math-tool": {"rows": math_row, "branches": MATH_BRANCHES, "n": len(MATH_QUESTIONS),
                   "plugin": "toolcall-rl/generate_with_retool.py"},
     "terminal": {"rows": terminal_row, "branches": TERMINAL_BRANCHES, "n": len(TERMINAL_INSTRUCTIONS),
                  "plugin": "terminal-rl/generate.py"},
+    "gui": {"rows": gui_row, "branches": GUI_BRANCHES, "n": len(GUI_SEEDS), "plugin": "gui-rl/generate.py",
+            "system": "openclaw_rl.envs.gui.prompts:SYSTEM_PROMPT"},
+    "swe": {"rows": swe_row, "branches": SWE_BRANCHES, "n": len(SWE_STATEMENTS), "plugin": "swe-rl/generate.py",
+            "record": "swe", "settings": {"max_turns": 1}},
 }
 
 
@@ -145,8 +215,42 @@ def _reply_text(call: dict) -> str:
     return "<tool_call>\n" + json.dumps(call) + "\n</tool_call>"
 
 
-async def _record(row: dict, branch: Branch) -> tuple[Demo, float]:
-    """Play ``branch`` in the real environment of ``row``; returns the demonstration and its score."""
+def _system(family: str) -> str | None:
+    spec = FAMILIES[family].get("system")
+    if not spec:
+        return None
+    import importlib
+
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+async def _record_swe(row: dict, branch: Branch) -> tuple[Demo, float]:
+    """Play ``branch`` as one mini-swe-agent step (:func:`openclaw_rl.envs.swe.agent.run_swe_episode`
+    with ``step_limit`` 1: the reply's single bash block runs, else the episode ends unchanged) in
+    a fresh sandboxed copy of the instance; returns the demonstration and the score."""
+    from openclaw_rl.envs.swe.agent import parse_action
+    from openclaw_rl.envs.swe.env import SweEnv
+
+    meta = row["metadata"]
+    env = SweEnv(meta["task_key"], meta)
+    try:
+        first = await asyncio.to_thread(env.reset)
+        msgs = [{"role": "system", "content": first["system"]}, {"role": "user", "content": first["observation"]},
+                {"role": "assistant", "content": branch.first_text}]
+        env.note_reply(branch.first_text)
+        command, _ = parse_action(branch.first_text, env.config.action_regex)
+        if command is not None:
+            await asyncio.to_thread(env.run_command, command)
+        score = float(await asyncio.to_thread(env.evaluate))
+    finally:
+        await asyncio.to_thread(env.close)
+    return Demo(messages=msgs, tools=None, replies=[branch.first_text]), score
+
+
+async def _record(row: dict, branch: Branch, system: str | None = None) -> tuple[Demo, float]:
+    """Play ``branch`` in the real environment of ``row`` (after the family's ``system`` message,
+    as the family's plugin sends it); returns the demonstration and its score."""
     from openclaw_rl.agentic.environment import make_env
     from openclaw_rl.agentic.pool_client import LocalEnvHandle
 
@@ -155,7 +259,8 @@ async def _record(row: dict, branch: Branch) -> tuple[Demo, float]:
     try:
         first = await env.reset()
         tools = first.get("tools") or None
-        msgs: list[dict] = [{"role": "user", "content": first["observation"]}]
+        msgs: list[dict] = ([{"role": "system", "content": system}] if system else []) + [
+            {"role": "user", "content": first["observation"]}]
         if branch.first_call is None:
             replies, final = [branch.first_text], branch.first_text
             msgs.append({"role": "assistant", "content": branch.first_text})
@@ -181,7 +286,10 @@ def demonstrations(family: str) -> list[tuple[Demo, float, str]]:
         out = []
         for row in rows(family, "train"):
             for b in FAMILIES[family]["branches"]:
-                demo, score = await _record(row, b)
+                if FAMILIES[family].get("record") == "swe":
+                    demo, score = await _record_swe(row, b)
+                else:
+                    demo, score = await _record(row, b, _system(family))
                 out.append((demo, score, b.name))
         return out
 
