@@ -110,7 +110,9 @@ def _passes(samples) -> int:
 
 
 def _evaluate(rollout_fn, args, n_tasks: int) -> dict:
-    """Every held-out task ``eval_samples`` times: passes, episodes, and seconds per episode."""
+    """Every held-out task ``eval_samples`` times: passes, episodes (a trajectory split at a prefix
+    break counts once), the Wilson 95 % interval, seconds per episode, passes per held-out wording
+    (``per_task``) and the three commonest failing replies (first 40 characters, with counts)."""
     t0 = time.time()
     groups = _groups(rollout_fn, args, 0)
     samples = [s for g in groups for s in g]
@@ -142,7 +144,8 @@ def run(family: str, work: Path, *, model: Path | None = None, extra_flags: tupl
     Returns:
         ``{"family", "train_tasks", "heldout_tasks", "before", "after"`` (each of
         :func:`_evaluate`), ``"steps"`` (per step: ``reward_mean``, ``pass_rate``,
-        ``episode_s``, ``train_s``, ``loss``, ``grad_norm``), ``"wall_s"}``.
+        ``episode_s``, ``train_s``, ``loss``, ``grad_norm``, ``logprob_gap``, ``tool_calls``,
+        ``group_passes``: passes per prompt group), ``"wall_s"}``.
     """
     from openclaw_rl.rollout.service import OpenClawRolloutService
     from slime.admission import AdmissionPolicy, admit
