@@ -144,8 +144,9 @@ def run(family: str, work: Path, *, model: Path | None = None, extra_flags: tupl
     Returns:
         ``{"family", "train_tasks", "heldout_tasks", "before", "after"`` (each of
         :func:`_evaluate`), ``"steps"`` (per step: ``reward_mean``, ``pass_rate``,
-        ``episode_s``, ``train_s``, ``loss``, ``grad_norm``, ``logprob_gap``, ``tool_calls``,
-        ``group_passes``: passes per prompt group), ``"wall_s"}``.
+        ``episode_s``, ``train_s``, ``loss``, ``kl_loss`` (token-mean KL to the reference),
+        ``grad_norm``, ``logprob_gap``, ``tool_calls``, ``group_passes``: passes per prompt group),
+        ``"wall_s"}``.
     """
     from openclaw_rl.rollout.service import OpenClawRolloutService
     from slime.admission import AdmissionPolicy, admit
@@ -199,7 +200,9 @@ def run(family: str, work: Path, *, model: Path | None = None, extra_flags: tupl
                 row = {"step": step + 1, "reward_mean": round(statistics.fmean(rewards), 3) if rewards else None,
                        "pass_rate": round(passes / max(1, len(_episode_scores(samples))), 3),
                        "episode_s": round((t2 - t1) / max(1, len(samples)), 3), "train_s": round(time.time() - t2, 2),
-                       "loss": round(float(metrics["loss"]), 4), "grad_norm": round(float(metrics["grad_norm"]), 3),
+                       "loss": round(float(metrics["loss"]), 4),
+                       "kl_loss": round(float(metrics.get("kl_loss", 0.0)), 4),
+                       "grad_norm": round(float(metrics["grad_norm"]), 3),
                        "logprob_gap": round(float(metrics["train_rollout_logprob_abs_diff"]), 4),
                        "tool_calls": statistics.fmean(s.metadata.get("tool_calls", 0) for s in samples),
                        "group_passes": [_passes(g) for g in groups]}
