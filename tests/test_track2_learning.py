@@ -27,9 +27,10 @@ from tests.support.track2_learning import run
 #: cold start, 20 steps of 4 prompts x 8 samples, 64 held-out episodes per evaluation): this test's
 #: bar passed in 3/3 terminal runs, two of them by +0.33 and +0.31 only (its training pass rate
 #: plateaus at 0.5-0.7: the failing branch's first token followed by a call without its tag);
-#: math-tool: 1/1 run passed (18/64 -> 55/64), but its policy learned to box 5 without calling the interpreter (every
-#: practice wording's answer is 5), a shortcut the bar does not catch (docs/track2.md, "Learning tests"). Set OPENCLAW_TRACK2_LEARNING=1 to run them
-#: (12-22 min per family on the loaded 2 cores measured, ~5 min estimated on a quiet machine).
+#: math-tool: 1/1 run passed (18/64 -> 55/64), but its policy learned to box 5 without calling
+#: the interpreter (every practice wording's answer is 5), a shortcut the bar does not catch
+#: (docs/track2.md, "Learning tests"). Set OPENCLAW_TRACK2_LEARNING=1 to run them (12-22 min per
+#: family measured on the loaded 2 cores, ~5 min estimated on a quiet machine).
 NOT_RELIABLE = "the Track 2 learning recipe passes terminal's bar only just in 2 of 3 runs (docs/track2.md)"
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(os.environ.get("OPENCLAW_TRACK2_LEARNING") != "1", reason=NOT_RELIABLE),
