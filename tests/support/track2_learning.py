@@ -21,6 +21,7 @@ launch scripts themselves end to end.
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import os
@@ -39,7 +40,7 @@ RL_FLAGS = ("--advantage-estimator", "grpo", "--eps-clip", "0.2", "--eps-clip-hi
             "--use-lora", "--lora-rank", "16", "--lr", "5e-3", "--weight-decay", "0.0", "--rollout-temperature", "1.0",
             "--use-kl-loss", "--kl-loss-coef", "0.2", "--kl-loss-type", "low_var_kl",
             "--rollout-max-context-len", "2048")
-DEFAULTS = {"steps": 30, "prompts_per_step": 2, "samples_per_prompt": 8, "eval_samples": 8, "max_response_len": 48,
+DEFAULTS = {"steps": 20, "prompts_per_step": 4, "samples_per_prompt": 8, "eval_samples": 16, "max_response_len": 48,
             "max_turns": 3}
 
 
@@ -84,24 +85,47 @@ def _config(family: str, model: Path, work: Path, data: Path, steps: int, prompt
         "--port", str(free_port()), "--api-key", "sk-track2", "--server-torch-threads", "1"])
 
 
-def _episodes(rollout_fn, args, rollout_id: int) -> list:
+def _groups(rollout_fn, args, rollout_id: int) -> list[list]:
+    """One rollout step's episodes, one group (list of samples) per prompt, in prompt order."""
     from slime.calls import call_sync
     from slime.rollout_plugins import normalize_rollout_output
 
-    groups, _ = normalize_rollout_output(call_sync(rollout_fn, args, rollout_id, None), "prompt rollout")
-    return [s for g in groups for s in g]
+    return normalize_rollout_output(call_sync(rollout_fn, args, rollout_id, None), "prompt rollout")[0]
+
+
+def _episode_scores(samples) -> list[float]:
+    """The environment's score of each episode: the pieces of a trajectory split at a prefix break
+    (samples sharing ``metadata["group_index"]`` and ``["trajectory_id"]``) count once."""
+    scores: dict = {}
+    for s in samples:
+        md = s.metadata or {}
+        key = (md["group_index"], md["trajectory_id"]) if "trajectory_id" in md and "group_index" in md else id(s)
+        scores[key] = max(scores.get(key, -1.0), md.get("env_score") or -1.0)
+    return list(scores.values())
+
+
+def _passes(samples) -> int:
+    """Episodes the environment scored as solved (``env_score`` >= 1)."""
+    return sum(1 for score in _episode_scores(samples) if score >= 1.0)
 
 
 def _evaluate(rollout_fn, args, n_tasks: int) -> dict:
-    """Every held-out task ``eval_samples`` times: passes, episodes, and seconds per episode."""
+    """Every held-out task ``eval_samples`` times: passes, episodes (a trajectory split at a prefix
+    break counts once), the Wilson 95 % interval, seconds per episode, passes per held-out wording
+    (``per_task``) and the three commonest failing replies (first 40 characters, with counts)."""
     t0 = time.time()
-    samples = _episodes(rollout_fn, args, 0)
+    groups = _groups(rollout_fn, args, 0)
+    samples = [s for g in groups for s in g]
     ok = [s for s in samples if s.status.value != "failed"]
-    passes = sum(1 for s in ok if (s.metadata.get("env_score") or -1.0) >= 1.0)
-    lo, hi = wilson(passes, len(samples))
-    out = {"passes": passes, "episodes": len(samples), "tasks": n_tasks, "pass_rate": passes / max(1, len(samples)),
+    passes, episodes = _passes(ok), len(_episode_scores(samples))
+    lo, hi = wilson(passes, episodes)
+    out = {"passes": passes, "episodes": episodes, "tasks": n_tasks, "pass_rate": passes / max(1, episodes),
            "ci95": [round(lo, 3), round(hi, 3)], "failed": len(samples) - len(ok),
-           "episode_s": round((time.time() - t0) / max(1, len(samples)), 3)}
+           "episode_s": round((time.time() - t0) / max(1, episodes), 3),
+           "per_task": [_passes(g) for g in groups],
+           "failing_replies": collections.Counter(
+               " ".join(s.response.split())[:40] for s in samples
+               if (s.metadata.get("env_score") or -1.0) < 1.0).most_common(3)}
     injected = [((s.metadata.get("env_info") or {}).get("injection") or {}) for s in samples]
     injected = [i for i in injected if i.get("injected")]
     if injected:  # swe: the injection detector's verdicts (openclaw_rl/envs/swe/injection.py)
@@ -129,7 +153,9 @@ def run(family: str, work: Path, *, model: Path | None = None, extra_flags: tupl
     Returns:
         ``{"family", "train_tasks", "heldout_tasks", "before", "after"`` (each of
         :func:`_evaluate`), ``"steps"`` (per step: ``reward_mean``, ``pass_rate``,
-        ``episode_s``, ``train_s``, ``loss``, ``grad_norm``), ``"wall_s"}``.
+        ``episode_s``, ``train_s``, ``loss``, ``kl_loss`` (token-mean KL to the reference),
+        ``grad_norm``, ``logprob_gap``, ``tool_calls``, ``group_passes``: passes per prompt group),
+        ``"wall_s"}``.
     """
     from openclaw_rl.rollout.service import OpenClawRolloutService
     from slime.admission import AdmissionPolicy, admit
@@ -171,10 +197,11 @@ def run(family: str, work: Path, *, model: Path | None = None, extra_flags: tupl
             steps = []
             for step in range(o["steps"]):
                 t1 = time.time()
-                samples = _episodes(rollout_fn, args, step)
+                groups = _groups(rollout_fn, args, step)
+                samples = [s for g in groups for s in g]
                 t2 = time.time()
                 rewards = [float(s.reward) for s in samples if s.reward is not None]
-                passes = sum(1 for s in samples if (s.metadata.get("env_score") or -1.0) >= 1.0)
+                passes = _passes(samples)
                 admitted, _ = admit(samples, admission, backend)
                 admitted, _ = method.compute_advantages(admitted)
                 metrics = backend.train_step(admitted)
@@ -182,11 +209,14 @@ def run(family: str, work: Path, *, model: Path | None = None, extra_flags: tupl
                 path = backend.export_weights(Path(cfg.save) / "published" / f"version-{version}")
                 service.publish_weights(str(path), version)
                 row = {"step": step + 1, "reward_mean": round(statistics.fmean(rewards), 3) if rewards else None,
-                       "pass_rate": round(passes / max(1, len(samples)), 3),
+                       "pass_rate": round(passes / max(1, len(_episode_scores(samples))), 3),
                        "episode_s": round((t2 - t1) / max(1, len(samples)), 3), "train_s": round(time.time() - t2, 2),
-                       "loss": round(float(metrics["loss"]), 4), "grad_norm": round(float(metrics["grad_norm"]), 3),
+                       "loss": round(float(metrics["loss"]), 4),
+                       "kl_loss": round(float(metrics.get("kl_loss", 0.0)), 4),
+                       "grad_norm": round(float(metrics["grad_norm"]), 3),
                        "logprob_gap": round(float(metrics["train_rollout_logprob_abs_diff"]), 4),
-                       "tool_calls": statistics.fmean(s.metadata.get("tool_calls", 0) for s in samples)}
+                       "tool_calls": statistics.fmean(s.metadata.get("tool_calls", 0) for s in samples),
+                       "group_passes": [_passes(g) for g in groups]}
                 steps.append(row)
                 log(f"{family} step {row}")
             after = _evaluate(rollout_fn, eval_args, n_held)
