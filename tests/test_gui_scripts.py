@@ -28,20 +28,29 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow,
               pytest.mark.skipif(not os.path.exists("/usr/bin/chromium"), reason="Debian chromium not installed")]
 
 
-def test_gui_script_one_step_on_the_pool_it_starts(ray_head, tmp_path):
+def _run_script(ray_head, tmp_path: Path, **overrides: str) -> subprocess.CompletedProcess:
+    """``bash gui-rl/run_gui_rl.sh`` for one step of 2 x 2 episodes (2 steps each) on the head
+    ``ray_head``, its GUI pool on a port it binds itself (``GUI_ENV_SERVER_PORT=0``); ``overrides``
+    replace or add env vars. Asserts exit 0; returns the finished process."""
     port, dash = ray_head
-    results = tmp_path / "results"
-    env = job_env(port, dash, MODEL_PATH="builtin:tiny-qwen3", PORT=str(free_port()), ENV_TYPE="gui",
-                  SCREENSHOT_BACKEND="playwright", CKPT_SAVE_DIR=str(tmp_path / "ckpt"),
-                  RL_BUFFER_DIR=str(tmp_path / "buf"), LOG_DIR=str(tmp_path / "logs"), NUM_ROLLOUT="1",
-                  PARALLEL_ENVS="2", GUI_MAX_STEPS="2", GUI_ENV_SERVER_PORT="0",
-                  GUI_RESULT_DIR=str(results),
-                  ROLLOUT_ARGS="--rollout-batch-size 2 --n-samples-per-prompt 2 --rollout-max-response-len 12 "
-                               "--rollout-max-context-len 4096 --rollout-temperature 1.0",
-                  OPTIMIZER_ARGS="--lr 1e-5")
+    env = job_env(port, dash, **{
+        "MODEL_PATH": "builtin:tiny-qwen3", "PORT": str(free_port()), "ENV_TYPE": "gui",
+        "SCREENSHOT_BACKEND": "playwright", "CKPT_SAVE_DIR": str(tmp_path / "ckpt"),
+        "RL_BUFFER_DIR": str(tmp_path / "buf"), "LOG_DIR": str(tmp_path / "logs"), "NUM_ROLLOUT": "1",
+        "PARALLEL_ENVS": "2", "GUI_MAX_STEPS": "2", "GUI_ENV_SERVER_PORT": "0",
+        "GUI_RESULT_DIR": str(tmp_path / "results"),
+        "ROLLOUT_ARGS": "--rollout-batch-size 2 --n-samples-per-prompt 2 --rollout-max-response-len 12 "
+                        "--rollout-max-context-len 4096 --rollout-temperature 1.0",
+        "OPTIMIZER_ARGS": "--lr 1e-5", **overrides})
     r = subprocess.run(["bash", str(REPO / "gui-rl/run_gui_rl.sh")], env=env, capture_output=True, text=True,
                        timeout=900)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    return r
+
+
+def test_gui_script_one_step_on_the_pool_it_starts(ray_head, tmp_path):
+    results = tmp_path / "results"
+    r = _run_script(ray_head, tmp_path)
     assert "GUI pool on http://127.0.0.1:" in r.stdout and "succeeded" in (r.stdout + r.stderr)
     assert (tmp_path / "ckpt" / "checkpoint-latest" / "trainer_state.json").is_file()
     store = TrajectoryStore(tmp_path / "buf")
@@ -64,19 +73,8 @@ def test_gui_script_screenshots_on_a_vision_language_policy(ray_head, tmp_path):
     gui-rl/run_gui_rl.sh``, one step: the episodes' prompts carry the screenshots (recorded with
     their turns), and the Ray job trains one step on samples with their pixel values (the trainer's
     log-probs of the sampled tokens reproduce the server's, which only holds with the images in)."""
-    port, dash = ray_head
-    env = job_env(port, dash, MODEL_PATH="builtin:tiny-qwen2-vl", PORT=str(free_port()), ENV_TYPE="gui",
-                  GUI_OBSERVATION_TYPE="screenshot", GUI_SCREEN_WIDTH="320", GUI_SCREEN_HEIGHT="240",
-                  SCREENSHOT_BACKEND="playwright", CKPT_SAVE_DIR=str(tmp_path / "ckpt"),
-                  RL_BUFFER_DIR=str(tmp_path / "buf"), LOG_DIR=str(tmp_path / "logs"), NUM_ROLLOUT="1",
-                  PARALLEL_ENVS="2", GUI_MAX_STEPS="2", GUI_ENV_SERVER_PORT="0",
-                  GUI_RESULT_DIR=str(tmp_path / "results"),
-                  ROLLOUT_ARGS="--rollout-batch-size 2 --n-samples-per-prompt 2 --rollout-max-response-len 12 "
-                               "--rollout-max-context-len 4096 --rollout-temperature 1.0",
-                  OPTIMIZER_ARGS="--lr 1e-5 --freeze-vision-tower")
-    r = subprocess.run(["bash", str(REPO / "gui-rl/run_gui_rl.sh")], env=env, capture_output=True, text=True,
-                       timeout=900)
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    r = _run_script(ray_head, tmp_path, MODEL_PATH="builtin:tiny-qwen2-vl", GUI_OBSERVATION_TYPE="screenshot",
+                    GUI_SCREEN_WIDTH="320", GUI_SCREEN_HEIGHT="240", OPTIMIZER_ARGS="--lr 1e-5 --freeze-vision-tower")
     assert "GUI_OBSERVATION_TYPE=screenshot" in r.stdout and "succeeded" in (r.stdout + r.stderr)
     assert (tmp_path / "ckpt" / "checkpoint-latest" / "trainer_state.json").is_file()
     store = TrajectoryStore(tmp_path / "buf")

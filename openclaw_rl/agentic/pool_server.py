@@ -42,7 +42,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from openclaw_rl.agentic.environment import evaluate_episode
 from openclaw_rl.agentic.lease_pool import LeasePool, PoolError
-from openclaw_rl.agentic.listen import add_port_file_flag, check_listen, port_number, serve  # noqa: F401 (re-exported)
+from openclaw_rl.agentic.listen import add_port_file_flag, check_listen, port_number, serve
 from openclaw_rl.server.errors import error_body, validation_message
 
 log = logging.getLogger(__name__)

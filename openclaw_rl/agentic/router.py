@@ -30,10 +30,10 @@ from fastapi import Depends, FastAPI
 from fastapi.responses import JSONResponse
 
 from openclaw_rl.agentic.lease_pool import PoolError
-from openclaw_rl.agentic.listen import add_port_file_flag
+from openclaw_rl.agentic.listen import add_port_file_flag, port_number
 from openclaw_rl.agentic.pool_client import http_clients
 from openclaw_rl.agentic.pool_server import (AllocateRequest, EvaluateRequest, ExecToolRequest, LeaseRequest,
-                                             OneLineParser, bearer_check, install_pool_error_handlers, port_number)
+                                             OneLineParser, bearer_check, install_pool_error_handlers)
 
 log = logging.getLogger(__name__)
 

@@ -41,9 +41,8 @@ from fastapi import Depends, FastAPI
 from pydantic import BaseModel, Field
 
 from openclaw_rl.agentic.lease_pool import LeasePool, PoolError
-from openclaw_rl.agentic.listen import add_port_file_flag, serve
-from openclaw_rl.agentic.pool_server import (OneLineParser, _positive, bearer_check, check_listen,
-                                             install_pool_error_handlers, port_number)
+from openclaw_rl.agentic.listen import add_port_file_flag, check_listen, port_number, serve
+from openclaw_rl.agentic.pool_server import OneLineParser, _positive, bearer_check, install_pool_error_handlers
 from openclaw_rl.envs.gui.config import GuiConfig
 from openclaw_rl.envs.gui.session import GuiSession, TaskConfigError, _task_fields
 from openclaw_rl.envs.gui.slots import BrowserSlots

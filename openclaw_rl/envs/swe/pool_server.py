@@ -32,8 +32,8 @@ from fastapi import Depends, FastAPI
 from pydantic import BaseModel, Field
 
 from openclaw_rl.agentic.lease_pool import LeasePool, PoolError
-from openclaw_rl.agentic.pool_server import OneLineParser, bearer_check, check_listen, create_app as _generic_app
-from openclaw_rl.agentic.listen import add_port_file_flag, port_number, serve
+from openclaw_rl.agentic.pool_server import OneLineParser, bearer_check, create_app as _generic_app
+from openclaw_rl.agentic.listen import add_port_file_flag, check_listen, port_number, serve
 from openclaw_rl.envs.swe.backends import BackendError, LocalHandle, create_on_exec_servers, exec_server_urls
 from openclaw_rl.envs.swe.containers import ContainerError, ContainerManager
 
