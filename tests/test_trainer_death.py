@@ -33,12 +33,12 @@ def _sessions(path: Path) -> None:
          "next_state": "thanks"}]}) + "\n" for i in range(TURNS)))
 
 
-def _start(work: Path, *args: str, fault: str | None = None) -> subprocess.Popen:
+def _start(work: Path, *args: str, fault: str | None = None, fault_dir: Path | None = None) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items()
            if k not in ("RAY_ADDRESS", "SLIME_CALLER_CWD", "DATA_PATH", FAULT_AT_ENV, FAULT_DIR_ENV)}
     env["OMP_NUM_THREADS"] = "1"
     if fault:
-        env.update({FAULT_AT_ENV: fault, FAULT_DIR_ENV: str(work / "faults")})
+        env.update({FAULT_AT_ENV: fault, FAULT_DIR_ENV: str(fault_dir)})
     return subprocess.Popen(
         [sys.executable, str(REPO / "slime" / "train.py"), "--model-path", "builtin:tiny-qwen3",
          "--data-path", "sessions.jsonl", "--custom-rm-path", "tests/plugins/low_ids_reward.py",
@@ -57,12 +57,14 @@ def _trained(work: Path) -> dict[int, tuple[str, int | None]]:
         db.close()
 
 
-def _kill_at(work: Path, fault: str) -> tuple[str, str]:
-    """Run until a process blocks at ``fault``, SIGKILL it, and return the run's (stdout, stderr)."""
-    (work / "faults").mkdir()
-    run = _start(work, fault=fault)
+def _kill_at(work: Path, fault: str, *args: str) -> tuple[str, str]:
+    """Run (with ``args``) until a process blocks at ``fault``, SIGKILL it, and return the run's
+    (stdout, stderr)."""
+    faults = work / f"faults-{fault.replace('@', '-')}"
+    faults.mkdir()
+    run = _start(work, *args, fault=fault, fault_dir=faults)
     try:
-        pid = wait_reached(work / "faults", fault, timeout_s=600, proc=run)
+        pid = wait_reached(faults, fault, timeout_s=600, proc=run)
         os.kill(pid, signal.SIGKILL)
         out, err = run.communicate(timeout=300)
     finally:
@@ -102,58 +104,49 @@ def _assert_each_turn_trained_once(work: Path, summary: dict, start: int) -> Non
     assert state["step"] == STEPS and state["weight_version"] == STEPS
 
 
-def test_killed_mid_step_then_resumed(tmp_path):
-    """Killed inside step 2's optimizer work (its turns claimed, not marked): the claims go back,
-    the resumed run continues from checkpoint-1 and trains the other four turns, step 1's turns
-    are not trained again."""
+RESUME = ("--resume-from-checkpoint", "ckpt")
+
+
+def test_killed_at_three_points_of_a_run_and_resumed_each_time(tmp_path):
+    """One run killed at three points in turn, resumed after each kill (one lineage, four
+    processes: each kill's state is checked before the next resume):
+
+    1. after step 1's turns were marked trained but before checkpoint-1 was written (no
+       checkpoint at all): the report says resuming starts over; the resume starts at step 0 from
+       the base model and trains step 1's turns again (they are in no saved weights);
+    2. inside step 2's optimizer work (its turns claimed, not marked): the claims go back, nothing
+       is left claimed, step 1's turns stay trained by step 1;
+    3. with checkpoint-2's files written but not yet renamed into place (step 2's turns marked
+       trained): checkpoint-1 stays the newest;
+
+    the last resume continues from checkpoint-1, trains step 2's turns again (once), cleans up the
+    half-written folder, and in the end every turn was trained in exactly one step of the lineage."""
     work = tmp_path / "run"
     work.mkdir()
     _sessions(work / "sessions.jsonl")
-    _, err = _kill_at(work, "train_step@2")
-    _assert_one_line_report(err, work, 2, "checkpoint-1; turns trained after it are trained again")
-    after_kill = _trained(work)
-    step1 = {i for i, (s, t) in after_kill.items() if t == 1}
-    assert len(step1) == BATCH and all(after_kill[i][0] == "trained" for i in step1)
-    # the dead step's claims went back: nothing is left claimed, every other turn waits to be trained
-    assert {s for i, (s, _) in after_kill.items() if i not in step1} == {"judged"}, after_kill
 
-    summary = _resume(work)
-    _assert_each_turn_trained_once(work, summary, start=1)
-    assert summary["resumed_weight_version"] == 1
-    assert {i for i, (_, t) in _trained(work).items() if t == 1} == step1  # not trained again
-
-
-def test_killed_after_marking_before_the_first_checkpoint_then_resumed(tmp_path):
-    """Killed after step 1's turns were marked trained but before checkpoint-1 was written (no
-    checkpoint at all): the report says resuming starts over; ``--resume-from-checkpoint <save>``
-    resumes at step 0 from the base model and trains step 1's turns again, each once (they are in
-    no saved weights)."""
-    work = tmp_path / "run"
-    work.mkdir()
-    _sessions(work / "sessions.jsonl")
     _, err = _kill_at(work, "save@1")
     _assert_one_line_report(err, work, 1, "no checkpoint yet: it starts over from the base model")
     after_kill = _trained(work)
     assert Counter(s for s, _ in after_kill.values()) == {"trained": BATCH, "judged": TURNS - BATCH}, after_kill
     assert not (work / "ckpt" / "checkpoint-latest").exists()
 
-    summary = _resume(work)
-    _assert_each_turn_trained_once(work, summary, start=0)
-    assert summary["resumed_weight_version"] == 0
+    _, err = _kill_at(work, "train_step@2", *RESUME)  # resumes at step 0, trains step 1, dies in step 2
+    _assert_one_line_report(err, work, 2, "checkpoint-1; turns trained after it are trained again")
+    after_kill = _trained(work)
+    step1 = {i for i, (s, t) in after_kill.items() if t == 1}
+    assert len(step1) == BATCH and all(after_kill[i][0] == "trained" for i in step1)
+    assert {s for i, (s, _) in after_kill.items() if i not in step1} == {"judged"}, after_kill
+    state = json.loads((work / "ckpt" / "checkpoint-latest" / "trainer_state.json").read_text())
+    assert state["step"] == 1 and state["weight_version"] == 1
 
-
-def test_killed_after_writing_a_checkpoint_before_it_counts_then_resumed(tmp_path):
-    """Killed with checkpoint-2's files written but not yet renamed into place (step 2's turns are
-    marked trained): checkpoint-1 stays the newest, the resumed run trains step 2's turns again
-    (once) and the half-written folder is cleaned up."""
-    work = tmp_path / "run"
-    work.mkdir()
-    _sessions(work / "sessions.jsonl")
-    _, err = _kill_at(work, "save_written@2")
+    _, err = _kill_at(work, "save_written@2", *RESUME)
     _assert_one_line_report(err, work, 2, "checkpoint-1; turns trained after it are trained again")
     assert Counter(t for _, t in _trained(work).values()) == {1: BATCH, 2: BATCH, None: TURNS - 2 * BATCH}
     assert list((work / "ckpt").glob(".tmp-checkpoint-2-*"))
 
     summary = _resume(work)
     _assert_each_turn_trained_once(work, summary, start=1)
+    assert summary["resumed_weight_version"] == 1
+    assert {i for i, (_, t) in _trained(work).items() if t == 1} == step1  # not trained again
     assert not list((work / "ckpt").glob(".tmp-checkpoint-*"))

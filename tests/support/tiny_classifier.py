@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 
@@ -25,15 +26,23 @@ def build_tiny_classifier(out: Path, seed: int = 0) -> Path:
     return Path(out)
 
 
+@functools.lru_cache(maxsize=4)
+def _load(model_dir: str):
+    """The classifier's tokenizer and model (float32, eval), loaded once per folder."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    return tok, AutoModelForSequenceClassification.from_pretrained(model_dir, dtype=torch.float32).eval()
+
+
 def positive_probability(model_dir, prompt: str, response: str, next_state: str) -> float:
     """The README's reward, computed here independently of any plugin: the classifier's
     positive-class softmax probability of ``"Prompt: ...\\nResponse: ...\\nOutcome: ..."``
     (float32 on CPU, 2048-token truncation, as the README's ``CustomPRM``)."""
     import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForSequenceClassification.from_pretrained(model_dir, dtype=torch.float32).eval()
+    tok, model = _load(str(model_dir))
     enc = tok(f"Prompt: {prompt}\nResponse: {response}\nOutcome: {next_state}", return_tensors="pt",
               truncation=True, max_length=2048)
     with torch.no_grad():
