@@ -6,7 +6,9 @@
   ... ``/close``);
 * else ``SWE_EXEC_SERVER_URLS`` (comma-separated): a container on one of those exec servers
   (:mod:`.exec_server`), the next one in turn; a full server (429) passes to the next;
-* else: a container in this process (:class:`~openclaw_rl.envs.swe.containers.ContainerManager`).
+* else: a container in this process (:class:`~openclaw_rl.envs.swe.containers.ContainerManager`,
+  or :class:`~openclaw_rl.envs.swe.docker_containers.DockerContainerManager` with
+  ``SWE_CONTAINER_BACKEND=docker``).
 
 Every handle has the same synchronous methods (environments run in worker threads):
 ``exec(command, cwd=None, timeout=None) -> {returncode, output, timed_out, truncated}``,
@@ -37,11 +39,25 @@ class BackendError(RuntimeError):
 
 
 def local_manager() -> ContainerManager:
-    """This process's container manager (made on first use; any image directory)."""
+    """This process's container manager (made on first use): bubblewrap copies of any image
+    directory, or Docker containers with ``SWE_CONTAINER_BACKEND=docker`` (:mod:`.docker_containers`).
+
+    Raises:
+        BackendError: ``SWE_CONTAINER_BACKEND=docker`` and no Docker daemon answers.
+    """
     global _MANAGER
     with _LOCK:
         if _MANAGER is None:
-            _MANAGER = ContainerManager(None, max_containers=int(os.environ.get("SWE_MAX_CONCURRENT") or 64))
+            limit = int(os.environ.get("SWE_MAX_CONCURRENT") or 64)
+            if os.environ.get("SWE_CONTAINER_BACKEND") == "docker":
+                from openclaw_rl.envs.swe.docker_containers import DockerContainerManager
+
+                try:
+                    _MANAGER = DockerContainerManager(limit)
+                except ContainerError as exc:
+                    raise BackendError(f"SWE_CONTAINER_BACKEND=docker: {exc.message}") from None
+            else:
+                _MANAGER = ContainerManager(None, max_containers=limit)
         return _MANAGER
 
 

@@ -20,7 +20,9 @@ directory under ``--image-root`` 400 ``invalid_image``; a full server 429 ``capa
 fields 422; a body that is not JSON 400. Stopping the server destroys every container.
 
 CLI: ``python -m openclaw_rl.envs.swe.exec_server --port 18091 [--max-containers 64]
-[--image-root DIR ...] [--host 127.0.0.1] [--api-key KEY]``.
+[--image-root DIR ...] [--host 127.0.0.1] [--api-key KEY] [--backend bwrap|docker]``. With
+``--backend docker`` (or ``SWE_CONTAINER_BACKEND=docker``) an image is a Docker image on the daemon
+(:mod:`.docker_containers`, e.g. a SWE-bench instance image) instead of a repository folder.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from pydantic import BaseModel, Field
 from openclaw_rl.agentic.listen import add_port_file_flag, check_listen, port_number, serve
 from openclaw_rl.agentic.pool_server import OneLineParser, bearer_check, install_pool_error_handlers
 from openclaw_rl.envs.swe.containers import ContainerError, ContainerManager
+from openclaw_rl.envs.swe.docker_containers import DockerContainerManager
 from openclaw_rl.server.errors import error_body
 
 log = logging.getLogger(__name__)
@@ -85,7 +88,7 @@ def container_error_response(exc: ContainerError) -> JSONResponse:
     return JSONResponse(error_body(exc.message, type_, code=exc.code), status_code=exc.status, headers=headers)
 
 
-def create_app(manager: ContainerManager, api_key: str | None = None) -> FastAPI:
+def create_app(manager: ContainerManager | DockerContainerManager, api_key: str | None = None) -> FastAPI:
     """The exec server's FastAPI app around a :class:`ContainerManager` (module docstring).
 
     Handlers are plain functions, so FastAPI runs each in its worker threads: a long command
@@ -151,6 +154,27 @@ def default_image_roots() -> list[str]:
     return roots
 
 
+def add_backend_flag(parser) -> None:
+    """``--backend bwrap|docker`` (default ``$SWE_CONTAINER_BACKEND`` or ``bwrap``)."""
+    parser.add_argument("--backend", choices=["bwrap", "docker"], default=os.environ.get("SWE_CONTAINER_BACKEND") or "bwrap",
+                        help="bwrap: an image is a repository folder, copied into a bubblewrap sandbox (default); "
+                             "docker: an image is a Docker image on the daemon DOCKER_HOST names "
+                             "(default $SWE_CONTAINER_BACKEND or bwrap)")
+
+
+def make_manager(parser, backend: str, image_roots: list[str] | None, max_containers: int):
+    """The container manager of ``--backend``; a missing daemon or a misplaced flag is
+    ``parser.error`` (one line, exit 2)."""
+    if backend != "docker":
+        return ContainerManager(image_roots or default_image_roots(), max_containers)
+    if image_roots:
+        parser.error("--image-root is for --backend bwrap (a Docker image is a name, not a folder)")
+    try:
+        return DockerContainerManager(max_containers)
+    except ContainerError as exc:
+        parser.error(f"--backend docker: {exc.message}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse flags and serve until SIGTERM/SIGINT; returns the exit code."""
     p = OneLineParser(prog="python -m openclaw_rl.envs.swe.exec_server",
@@ -158,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     p.add_argument("--port", type=port_number, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
     p.add_argument("--max-containers", type=int, default=64, help="live containers at once (default 64)")
+    add_backend_flag(p)
     p.add_argument("--image-root", action="append", default=None,
                    help="directory images must lie under (repeatable; default the SWE data cache and SWE_BENCH_PATH)")
     p.add_argument("--api-key", default=os.environ.get("POOL_API_KEY") or None, help="require 'Authorization: Bearer KEY'")
@@ -167,9 +192,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.max_containers < 1:
         p.error("--max-containers must be >= 1")
+    manager = make_manager(p, args.backend, args.image_root, args.max_containers)
     sock = check_listen(p, args)
-    manager = ContainerManager(args.image_root or default_image_roots(), args.max_containers)
-    log.info("SWE exec server on http://%s:%d (images under %s)", args.host, args.port, manager.image_roots)
+    log.info("SWE exec server on http://%s:%d (%s backend, images %s)", args.host, args.port, args.backend,
+             "on the Docker daemon" if args.backend == "docker" else f"under {manager.image_roots}")
     serve(create_app(manager, args.api_key), sock, args.log_level)
     return 0
 

@@ -132,7 +132,7 @@ def create_app(pool: LeasePool, api_key: str | None = None) -> FastAPI:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse flags and serve until SIGTERM/SIGINT; returns the exit code."""
-    from openclaw_rl.envs.swe.exec_server import default_image_roots
+    from openclaw_rl.envs.swe.exec_server import add_backend_flag, make_manager
 
     p = OneLineParser(prog="python -m openclaw_rl.envs.swe.pool_server",
                       description="Lease SWE repository containers (allocate/exec/diff/evaluate/close).")
@@ -144,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--exec-server-urls", default=None, help="comma-separated exec servers (default $SWE_EXEC_SERVER_URLS; "
                    "none: containers in this process)")
     p.add_argument("--image-root", action="append", default=None, help="local containers: allowed image directories")
+    add_backend_flag(p)
     p.add_argument("--lease-ttl", type=float, default=600.0, help="idle seconds before a lease expires (default 600)")
     p.add_argument("--api-key", default=os.environ.get("POOL_API_KEY") or None)
     p.add_argument("--insecure-no-auth", action="store_true")
@@ -152,10 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.max_envs < 1 or args.lease_ttl <= 0:
         p.error("--max-envs must be >= 1 and --lease-ttl > 0")
-    sock = check_listen(p, args)
     urls = exec_server_urls({"SWE_EXEC_SERVER_URLS": args.exec_server_urls}) if args.exec_server_urls is not None \
         else exec_server_urls()
-    manager = None if urls else ContainerManager(args.image_root or default_image_roots(), args.max_envs)
+    manager = None if urls else make_manager(p, args.backend, args.image_root, args.max_envs)
+    sock = check_listen(p, args)
     factory = ContainerFactory(urls, manager)
     pool = LeasePool(args.max_envs, args.lease_ttl, "swe_container", factory=factory)
     log.info("SWE pool on http://%s:%d: %d leases, containers %s", args.host, args.port, args.max_envs,
