@@ -71,7 +71,7 @@ test-exhaustive: install
 	$(NETNS) $(PY) -m pytest -q -p no:cacheprovider -m exhaustive $(PYTEST_ARGS)
 
 # the Track 2 learning tests (GRPO raises the held-out pass rate, per family; docs/track2.md):
-# 10-30 minutes per family on 2 cores, the cold starts 6-16 minutes each once, so not in make test
+# 12-45 minutes per family on 2 cores, the cold starts 6-16 minutes each once, so not in make test
 test-learning: install
 	$(PY) -m tests.support.build_models
 	OPENCLAW_TEST_PYTHON=$(abspath $(PY)) OPENCLAW_TRACK2_LEARNING=1 $(NETNS) $(PY) -m pytest -q -p no:cacheprovider --durations=0 \
