@@ -65,8 +65,8 @@ class Container:
 
 class ContainerBook:
     """What both backends share: the live containers of one process (thread-safe), the capacity
-    slots, the counters, and the API methods that are the same on both (``get``, ``evaluate``,
-    ``destroy``, ``destroy_all``, ``status``). A backend implements ``_fresh(image, cwd, env,
+    slots, the counters, and the API methods that are the same on both (``get``, ``exec``, ``diff``,
+    ``evaluate``, ``destroy``, ``destroy_all``, ``status``). A backend implements ``_fresh(image, cwd, env,
     files, counted)`` (a started, prepared handle), ``_run(handle, command, cwd, timeout, env)``
     (``{returncode, output, timed_out, truncated}``) and ``_close(handle)``.
 
