@@ -85,6 +85,7 @@ def test_exec_server_on_docker_api_and_bad_input(tmp_path, task_image):
     import docker
 
     from tests.test_swe_env import FIXES, _fix_command
+    from tests.test_swe_servers import check_evaluate
 
     tag, inst = task_image
     client = docker.from_env()
@@ -120,15 +121,7 @@ def test_exec_server_on_docker_api_and_bad_input(tmp_path, task_image):
         _post(url, "/container/exec", {"container_id": cid, "command": _fix_command(FIXES[BENIGN])})
         diff = _post(url, "/container/diff", {"container_id": cid})["diff"]
         assert diff.startswith("diff --git a/src/itertools_compat.py"), diff
-        ok = _post(url, "/container/evaluate", {"container_id": cid, "patch": diff, "eval_script": inst["eval_script"]})
-        assert ok["resolved"] and ok["applied"] and ok["returncode"] == 0, ok
-        none = _post(url, "/container/evaluate", {"container_id": cid, "patch": "", "eval_script": inst["eval_script"]})
-        assert not none["resolved"] and none["applied"]
-        bad = _post(url, "/container/evaluate", {"container_id": cid, "patch": diff.replace("fillvalue=0", "fillvalue=7"),
-                                                 "eval_script": inst["eval_script"]})
-        assert not bad["resolved"] and not bad["applied"] and "patch does not apply" in bad["output"]
-        slow = _post(url, "/container/evaluate", {"container_id": cid, "patch": "", "eval_script": "sleep 60", "timeout": 1})
-        assert not slow["resolved"] and slow["returncode"] == 124
+        check_evaluate(url, cid, diff, inst["eval_script"])
         # capacity, unknown images and containers: the bubblewrap backend's errors
         cid2 = _post(url, "/container/create", {"image": tag})["container_id"]
         assert _post(url, "/container/create", {"image": tag}, status=429)["error"]["code"] == "capacity"

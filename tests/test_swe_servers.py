@@ -37,6 +37,21 @@ def _post(url, path, body, status=200):
     return r.json()
 
 
+def check_evaluate(url: str, cid: str, diff: str, eval_script: str) -> None:
+    """``/container/evaluate`` of the benign instance's fix: it resolves, the unchanged repository
+    does not, a patch that does not apply is unresolved with git's reason, an eval script past its
+    timeout is 124 (both backends)."""
+    ok = _post(url, "/container/evaluate", {"container_id": cid, "patch": diff, "eval_script": eval_script})
+    assert ok["resolved"] and ok["applied"] and ok["returncode"] == 0, ok
+    none = _post(url, "/container/evaluate", {"container_id": cid, "patch": "", "eval_script": eval_script})
+    assert not none["resolved"] and none["applied"]
+    bad = _post(url, "/container/evaluate", {"container_id": cid, "patch": diff.replace("fillvalue=0", "fillvalue=7"),
+                                             "eval_script": eval_script})
+    assert not bad["resolved"] and not bad["applied"] and "patch does not apply" in bad["output"]
+    slow = _post(url, "/container/evaluate", {"container_id": cid, "patch": "", "eval_script": "sleep 60", "timeout": 1})
+    assert not slow["resolved"] and slow["returncode"] == 124
+
+
 def test_exec_server_api_and_bad_input(tmp_path):
     inst = INSTANCES[BENIGN]
     with _exec_server(tmp_path, "--max-containers", "2") as (url, _):
@@ -56,15 +71,7 @@ def test_exec_server_api_and_bad_input(tmp_path):
         _post(url, "/container/exec", {"container_id": cid, "command": _fix_command(FIXES[BENIGN])})
         diff = _post(url, "/container/diff", {"container_id": cid})["diff"]
         assert diff.startswith("diff --git a/src/itertools_compat.py")
-        ok = _post(url, "/container/evaluate", {"container_id": cid, "patch": diff, "eval_script": inst["eval_script"]})
-        assert ok["resolved"] and ok["applied"] and ok["returncode"] == 0
-        none = _post(url, "/container/evaluate", {"container_id": cid, "patch": "", "eval_script": inst["eval_script"]})
-        assert not none["resolved"] and none["applied"]
-        bad = _post(url, "/container/evaluate", {"container_id": cid, "patch": diff.replace("fillvalue=0", "fillvalue=7"),
-                                                 "eval_script": inst["eval_script"]})
-        assert not bad["resolved"] and not bad["applied"] and "patch does not apply" in bad["output"]
-        slow = _post(url, "/container/evaluate", {"container_id": cid, "patch": "", "eval_script": "sleep 60", "timeout": 1})
-        assert not slow["resolved"] and slow["returncode"] == 124
+        check_evaluate(url, cid, diff, inst["eval_script"])
         # capacity, bad images, unknown containers, bad bodies: clear errors
         cid2 = _post(url, "/container/create", {"image": inst["image"]})["container_id"]
         full = _post(url, "/container/create", {"image": inst["image"]}, status=429)
