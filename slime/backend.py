@@ -447,13 +447,14 @@ class TrainingBackend(BackendIOMixin):
                 self._optimizer_state_to(torch.device("cpu"))
             if guard:
                 signals["update_kl"] = self._update_kl(micro)
-                spike = self.detector.check({"update_kl": signals["update_kl"]})
-            if spike is not None and undo is not None:
-                self._undo_update(undo)
-                skipped = True
-                log.warning("collapse guard: %s; the step's update was undone", spike.line())
-            elif spike is not None:
-                log.warning("collapse guard: %s (logged)", spike.line())
+                late = self.detector.check({"update_kl": signals["update_kl"]})
+                if late is not None and undo is not None:
+                    self._undo_update(undo)
+                    skipped = True
+                if late is not None:
+                    log.warning("collapse guard: %s%s", late.line(),
+                                "; the step's update was undone" if skipped else " (logged)")
+                spike = spike or late
             if not skipped:
                 self.weight_version += 1
                 self.step += 1
