@@ -43,7 +43,8 @@ def reply_problems(response_ids: Sequence[int], tokenizer: Any,
 
     Returns:
         The names of :class:`slime.behaviour.Problem` found in the decoded text (special tokens
-        skipped), and :data:`GARBAGE_TOKENS` with the first offending token when the ids are
+        skipped; up to 3 replacement characters at its very end are the bytes of a last character
+        cut by the token limit, not garbage), and :data:`GARBAGE_TOKENS` with the first offending token when the ids are
         garbage.
     """
     ids = [int(i) for i in response_ids]
@@ -58,5 +59,7 @@ def reply_problems(response_ids: Sequence[int], tokenizer: Any,
             found[GARBAGE_TOKENS] = f"{tokenizer.convert_ids_to_tokens(token_id)} at position {pos} of {len(ids)}"
             break
     text = tokenizer.decode([i for i in ids if 0 <= i < vocab], skip_special_tokens=True)
+    if text.endswith("\ufffd"):  # a last character cut by the token limit (up to 3 bytes of it): not garbage
+        text = text[:-min(3, len(text) - len(text.rstrip("\ufffd")))]
     found.update({problem.value: hit for problem, hit in behaviour_problems(text).items()})
     return found

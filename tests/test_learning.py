@@ -51,7 +51,10 @@ def test_mean_reward_rises_with_a_deterministic_reward(tmp_path):
         "--port", str(port), "--api-key", "sk-learn", "--rollout-max-response-len", "8",
         "--max-staleness", "1",
         # the reward reads every sampled token, so replies cut at 8 tokens are trained, not masked
-        "--truncated-replies", "train"])
+        "--truncated-replies", "train",
+        # RL mechanics on a tiny random model: its replies are garbage text by nature and lr 5e-2 moves it
+        # several nats per token a step, which the collapse guard (tested in tests/slime) would stop
+        "--degenerate-samples", "train", "--collapse-guard", "off"])
     stop, failures = threading.Event(), []
     driver = threading.Thread(target=_traffic, args=(port, stop, failures), daemon=True)
     driver.start()

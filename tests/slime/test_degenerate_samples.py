@@ -58,6 +58,8 @@ def test_control_tokens_inside_a_reply_and_ids_outside_the_vocabulary_are_garbag
     assert reply_problems(ok + [im_end], tokenizer) == {}  # the stop token ends a reply
     assert "<|im_start|>" in reply_problems(ok[:3] + [im_start] + ok[3:] + [im_end], tokenizer)[GARBAGE_TOKENS]
     assert "outside the vocabulary" in reply_problems(ok + [len(tokenizer) + 5], tokenizer)[GARBAGE_TOKENS]
+    cut = tokenizer.encode(HEALTHY + " \N{EGG}", add_special_tokens=False)[:-1]  # its last byte not sampled
+    assert tokenizer.decode(cut).endswith("\ufffd") and reply_problems(cut, tokenizer) == {}
     tool = tokenizer.encode('<tool_call>{"name": "ls"}</tool_call>', add_special_tokens=False)
     assert reply_problems(tool + [im_end], tokenizer) == {}  # tool-call markup is not garbage
 
