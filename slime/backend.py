@@ -188,9 +188,8 @@ class TrainingBackend(BackendIOMixin):
         self.guard = GuardPolicy.from_config(cfg)
         self.detector = SpikeDetector(self.guard)
         self.last_spike = None  # the newest spike, for the collapse line (slime.collapse_guard.act_on_collapse)
-        # the weights the run started with: what restore_last_good returns to when no checkpoint exists
-        self.initial_weights = [p.detach().clone() if data_parallel is not None else p.detach().to("cpu", copy=True)
-                                for p in self.trainable_parameters]
+        self.initial_weights: list[torch.Tensor] = []
+        self.remember_initial_weights()
 
     # ------------------------------------------------------------------ helpers
     @staticmethod
@@ -270,6 +269,13 @@ class TrainingBackend(BackendIOMixin):
                 return self._logprobs(self.model, mb, entropy=False).logprobs_B_T
         assert self.ref_model is not None
         return self._logprobs(self.ref_model, mb, entropy=False).logprobs_B_T
+
+    def remember_initial_weights(self) -> None:
+        """Copy the trainable weights as the run's start (``initial_weights``: what
+        :meth:`restore_last_good` returns to when no checkpoint exists); on CPU, or as this rank's
+        shards with data parallelism. Called when built, and again after a resume."""
+        self.initial_weights = [p.detach().clone() if self.data_parallel is not None
+                                else p.detach().to("cpu", copy=True) for p in self.trainable_parameters]
 
     def _update_snapshot(self) -> tuple[list[torch.Tensor], dict]:
         """The trainable weights and the optimizer state before a step, for :meth:`_undo_update`."""

@@ -214,6 +214,7 @@ class TrainActor:
                      self.cfg.resume_from_checkpoint)
             return 0
         state = self.backend.load(self.cfg.resume_from_checkpoint)
+        self.backend.remember_initial_weights()  # a resumed run started from these
         return int(state.step)
 
     def train_step(self, samples, step: int | None = None) -> dict:
