@@ -109,9 +109,20 @@ class RolloutManager:
         """Return samples of a failed step to the data source."""
         self.service.data_source.release(samples)
 
-    def publish_weights(self, path: str, version: int) -> int:
-        """Send new weights to serving; returns the served version."""
-        return self.service.publish_weights(path, version)
+    def publish_weights(self, path: str, version: int, gate: dict | None = None) -> int:
+        """Send new weights to serving (with the promotion gate's metrics of that version, which
+        the service may record); returns the served version."""
+        if gate is None:
+            return self.service.publish_weights(path, version)
+        return self.service.publish_weights(path, version, gate=gate)
+
+    def gate_data(self):
+        """The promotion gate's items (:class:`slime.promotion.GateData`): the service's
+        ``gate_data()``, or nothing to measure when the service has none."""
+        from slime.promotion import GateData
+
+        fn = getattr(self.service, "gate_data", None)
+        return fn() if fn is not None else GateData()
 
     def metrics(self) -> dict:
         """Current service counters."""
@@ -235,6 +246,14 @@ class TrainActor:
     def weight_version(self) -> int:
         """The version of the trainer's current weights."""
         return self.backend.weight_version
+
+    def gate_measure(self, data, skip=frozenset()):
+        """Measure the current weights for the promotion gate
+        (:func:`slime.promotion.measure_version` on ``data``'s items not in ``skip``)."""
+        from slime.promotion import measure_version
+
+        return measure_version(self.backend, data, set(skip), canary_max_tokens=self.cfg.gate_canary_max_tokens,
+                               temperature=self.cfg.rollout_temperature, seed=self.cfg.seed)
 
     def export_weights(self) -> tuple[str, int]:
         """Export the current weights for serving to ``<save>/published/version-<N>``; returns
