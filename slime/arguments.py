@@ -77,6 +77,29 @@ class SlimeConfig:
                                       "top-p, at this one where none was recorded", group="rollout", gt=0)
     max_staleness: int | None = flag(None, "drop samples whose weight_version lags the trainer by more "
                                      "versions (none: no bound)", group="rollout", ge=0)
+    degenerate_samples: Literal["mask", "train"] = flag(
+        "mask", "samples whose reply is degenerate (slime.behaviour: a repetition loop, a rare-character run, "
+        "over-application, a tool-call loop; or a special token inside the reply): mask them out of the loss, "
+        "or train them; counted per problem and named in a warning either way", group="rollout")
+    # collapse guard (slime.collapse_guard)
+    collapse_guard: Literal["on", "log", "off"] = flag(
+        "on", "the trainer's collapse guard: on (skip a step whose grad norm, train/rollout log-prob gap, KL or "
+        "update size spikes; act on repeated spikes), log (detect and record only), off", group="guard")
+    spike_factor: float = flag(5.0, "a signal spikes above this many times its baseline (the median of its "
+                               "recent healthy values, at least the signal's floor)", group="guard", gt=1)
+    spike_window: int = flag(8, "recent healthy steps a baseline is the median of, and steps spikes are "
+                             "counted over", group="guard", ge=1)
+    spike_min_history: int = flag(3, "healthy steps before the grad norm, log-prob gap and KL to the reference "
+                                  "(which have no scale of their own) are judged; the update's size is judged "
+                                  "from the first step", group="guard", ge=1)
+    max_spikes: int = flag(2, "spikes within --spike-window steps that make a collapse (--on-collapse)",
+                           group="guard", ge=1)
+    on_collapse: Literal["rollback", "pause"] = flag(
+        "rollback", "at a collapse: restore the last good checkpoint (weights and optimizer state; the initial "
+        "weights when none was saved) and lower the learning rate, or pause (stop training, the run ends)",
+        group="guard")
+    collapse_lr_factor: float = flag(0.5, "the learning rate is multiplied by this at each collapse rollback",
+                                     group="guard", gt=0, le=1)
     # batching
     global_batch_size: int | None = flag(None, "samples per optimizer step", group="batching", ge=1,
                                          default_text="rollout_batch_size * n_samples_per_prompt")

@@ -88,6 +88,8 @@ class Publisher:
             Whatever else the actors raise (an actor that died, a bug): those stop the run.
         """
         version = self.trainer.weight_version() if self.gating else None
+        if version is not None and version == self.served:  # a skipped step: nothing new to serve
+            return {**self._metrics(0, {}), "publish/unchanged": 1}
         report = self._check(step)
         gate_metrics = dict(report.metrics) if report else {}
         if report is not None and not report.passed:

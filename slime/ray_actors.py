@@ -27,6 +27,7 @@ from pathlib import Path
 import ray
 
 from slime.calls import call_sync
+from slime.collapse_guard import act_on_collapse
 from slime.checkpoint import RUN_CONFIG  # noqa: F401 (the run's config file; re-exported)
 from slime.fault_points import reached
 from slime.methods.registry import load_method_class
@@ -228,14 +229,31 @@ class TrainActor:
 
     def train_step(self, samples, step: int | None = None) -> dict:
         """One optimizer step per global batch of ``samples`` (train step ``step`` of the run, for
-        :func:`slime.fault_points.reached`); returns the last step's metrics."""
+        :func:`slime.fault_points.reached`); returns the last step's metrics.
+
+        When the collapse guard reports a collapse (``guard/collapse``,
+        :mod:`slime.collapse_guard`), ``--on-collapse rollback`` restores the last good weights
+        (:meth:`restore_last_good`) and lowers the learning rate; ``pause`` stops here with
+        ``guard/pause = 1`` in the metrics (the run loop then ends). Either way ``guard/event``
+        holds the one line that said so."""
         if step is not None:
             reached("train_step", step)
         gbs = self.cfg.global_batch_size or len(samples)
         metrics: dict = {}
         for i in range(0, len(samples), gbs):
             metrics = self.backend.train_step(samples[i:i + gbs])
+            if metrics.get("guard/collapse"):
+                metrics.update(act_on_collapse(self.backend, self.restore_last_good, step))
+                if metrics["guard/pause"]:
+                    break
         return metrics
+
+    def restore_last_good(self) -> dict:
+        """Restore the newest checkpoint under ``--save`` (weights and optimizer state), or the
+        weights the run started with when there is none (optimizer state reset); the step count and
+        ``weight_version`` keep counting up (:meth:`slime.backend.TrainingBackend.restore_last_good`).
+        Returns ``{"restored": path or "initial", "step": ..., "weight_version": ...}``."""
+        return self.backend.restore_last_good(self.cfg.save)
 
     def save(self, step: int, data_cursor=None) -> str:
         """Write ``<save>/checkpoint-<step>`` (the run's config in its trainer state); returns its path."""

@@ -110,7 +110,8 @@ def train(cfg, logger: MetricsLogger | None = None) -> dict:
 
 
 def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
-    """The loop itself, for a config that passed :func:`check_run`; returns a summary dict."""
+    """The loop itself, for a config that passed :func:`check_run`; returns a summary dict
+    (``paused``: the collapse guard's line, when ``--on-collapse pause`` stopped training)."""
     import ray
     from ray.exceptions import RayActorError
 
@@ -169,6 +170,11 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
             step = rollout_id + 1
             ray.get(manager.mark_trained.remote(rollout_samples, step))  # dropped ones too: consumed
             cursor = max([s.source_id or 0 for s in rollout_samples] + ([cursor] if cursor is not None else []))
+            if train_metrics.get("guard/pause"):  # the collapse guard paused training: nothing saved or published
+                summary["paused"] = train_metrics.get("guard/event")
+                logger.log(step, {**trainer_metrics(train_metrics), **rollout_metrics, **admit_metrics,
+                                  **adv_metrics, "elapsed_s": time.time() - t0})
+                break
             save_now = bool(cfg.save) and bool((cfg.save_interval and step % cfg.save_interval == 0) or last)
 
             def save(step=step, cursor=cursor):  # a promoted version is checkpointed before it is served
@@ -185,7 +191,7 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
             summary["steps"] += 1
             summary["versions_published"] += publish_metrics["publish/ok"]
             summary["samples_trained"] += len(samples)
-            metrics = {**{f"train/{k}": v for k, v in train_metrics.items()}, **rollout_metrics, **adv_metrics,
+            metrics = {**trainer_metrics(train_metrics), **rollout_metrics, **adv_metrics,
                        "loss": train_metrics.get("loss", float("nan")), **publish_metrics,
                        "elapsed_s": time.time() - t0}
             logger.log(step, metrics)
@@ -209,6 +215,12 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
         summary["plot"] = str(logger.close())
     summary["wall_s"] = round(time.time() - t0, 1)
     return summary
+
+
+def trainer_metrics(train_metrics: dict) -> dict:
+    """A train step's metrics as the run logs them: ``train/<name>``, except the collapse guard's
+    ``guard/*`` (:mod:`slime.collapse_guard`), which keep their names."""
+    return {(k if k.startswith("guard/") else f"train/{k}"): v for k, v in train_metrics.items()}
 
 
 def rollout_manager_options(cfg) -> dict:

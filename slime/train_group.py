@@ -100,6 +100,11 @@ class TrainGroup:
         """One optimizer step per global batch, each rank training its share; the metrics."""
         return self._all("train_step", samples, step)
 
+    def restore_last_good(self) -> dict:
+        """Every rank restores the last good weights (:meth:`slime.ray_actors.TrainActor.restore_last_good`);
+        ``{"restored": path or "initial", "step": ..., "weight_version": ...}``."""
+        return self._all("restore_last_good")
+
     def save(self, step: int, data_cursor=None) -> str:
         """The checkpoint of ``step`` (one folder, written by rank 0); its path."""
         return self._all("save", step, data_cursor)
