@@ -107,6 +107,7 @@ class TrainingBackend(BackendIOMixin):
     Attributes:
         model: the trained module (a peft ``PeftModel`` with LoRA).
         detector: the collapse guard's :class:`slime.collapse_guard.SpikeDetector`.
+        initial_version: the weight version of ``initial_weights`` (0).
         initial_weights: a copy of the trainable weights at start (on CPU; on each rank its
             shards with data parallelism), what :meth:`restore_last_good` returns to when no
             checkpoint exists. With full-weight training it costs one more copy of the weights.
@@ -191,6 +192,7 @@ class TrainingBackend(BackendIOMixin):
         # the weights the run started with: what restore_last_good returns to when no checkpoint exists
         self.initial_weights = [p.detach().clone() if data_parallel is not None else p.detach().to("cpu", copy=True)
                                 for p in self.trainable_parameters]
+        self.initial_version = int(self.weight_version)  # the version those weights are served as
 
     # ------------------------------------------------------------------ helpers
     @staticmethod

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import ray
 
 from slime.errors import PublishFailed, one_line, root_cause_line
-from slime.promotion import GateData, GateFailureAction, GateMode, GateReport, PromotionGate
+from slime.promotion import GateData, GateFailureAction, GateMode, GateReport, PromotionGate, VersionMeasure
 
 __all__ = ["Publisher"]
 
@@ -58,16 +58,39 @@ class Publisher:
         return self.gate is not None and self.gate.active
 
     def before_step(self) -> dict:
-        """Take the gate's current items from the service and measure the current (last good)
-        weights on those it has not measured yet; returns ``{"gate/baseline_s": seconds}`` (empty
-        without a gate)."""
+        """Follow a rollback of serving (:meth:`_follow_rollback`), then take the gate's current
+        items from the service and measure the current (last good) weights on those it has not
+        measured yet; returns ``{"gate/baseline_s": seconds}`` (and ``rollback/*``), empty when
+        there is nothing to do."""
+        out = self._follow_rollback()
         if not self.gating:
-            return {}
+            return out
         self._data = ray.get(self.manager.gate_data.remote())
         if self._data.empty():
             return {}
         seconds = self.gate.refresh_baseline(lambda skip: self.trainer.gate_measure(self._data, skip))
-        return {"gate/baseline_s": seconds}
+        return {**out, "gate/baseline_s": seconds}
+
+    def _follow_rollback(self) -> dict:
+        """When serving went back to an older version (``POST /admin/rollback``), restore the
+        trainer to that version's checkpoint so training goes on from what is served; returns
+        ``{"rollback/to": V}`` then, else ``{}``."""
+        served = ray.get(self.manager.served_version.remote())
+        if served is None or self.served is None or served >= self.served:
+            return {}
+        try:
+            restored = self.trainer.restore_version(served)
+        except FileNotFoundError as exc:
+            log.warning("serving was rolled back to version %d, but the trainer cannot follow (%s); it trains on "
+                        "from its own weights", served, exc)
+            self.served = served
+            return {"rollback/to": served, "rollback/followed": 0}
+        log.warning("serving was rolled back from version %s to %d: the trainer goes on from that version (%s)",
+                    self.served, served, restored.get("restored"))
+        self.served = served
+        if self.gate is not None:
+            self.gate.baseline = VersionMeasure()  # the served weights changed: measure them afresh
+        return {"rollback/to": served, "rollback/followed": 1}
 
     def _check(self, step: int | None) -> GateReport | None:
         """Measure the candidate (the trainer's current weights) and judge it; None without a gate."""

@@ -117,6 +117,11 @@ class RolloutManager:
             return self.service.publish_weights(path, version)
         return self.service.publish_weights(path, version, gate=gate)
 
+    def served_version(self) -> int | None:
+        """The version serving runs now, when the service can tell (its ``served_version()``)."""
+        fn = getattr(self.service, "served_version", None)
+        return fn() if fn is not None else None
+
     def gate_data(self):
         """The promotion gate's items (:class:`slime.promotion.GateData`): the service's
         ``gate_data()``, or nothing to measure when the service has none."""
@@ -254,6 +259,24 @@ class TrainActor:
         ``weight_version`` keep counting up (:meth:`slime.backend.TrainingBackend.restore_last_good`).
         Returns ``{"restored": path or "initial", "step": ..., "weight_version": ...}``."""
         return self.backend.restore_last_good(self.cfg.save)
+
+    def restore_version(self, version: int) -> dict:
+        """Go back to the weights of served version ``version`` (serving was rolled back to it,
+        ``POST /admin/rollback``): its checkpoint under ``--save`` (weights and optimizer state), or
+        the weights the run started with when ``version`` is the one it started from; the step
+        count and ``weight_version`` keep counting up. Returns what
+        :meth:`slime.backend.TrainingBackend.restore_last_good` returns, plus ``"version"``.
+
+        Raises:
+            FileNotFoundError: no checkpoint holds ``version`` (e.g. pruned, or never saved).
+        """
+        from slime.checkpoint import find_checkpoint_of_version
+
+        ckpt = find_checkpoint_of_version(self.cfg.save, version) if self.cfg.save else None
+        if ckpt is None and version != self.backend.initial_version:
+            raise FileNotFoundError(f"no checkpoint of weight version {version} under {self.cfg.save}")
+        out = self.backend.restore_last_good(None, checkpoint=ckpt)
+        return {**out, "version": int(version)}
 
     def save(self, step: int, data_cursor=None) -> str:
         """Write ``<save>/checkpoint-<step>`` (the run's config in its trainer state); returns its path."""

@@ -99,3 +99,25 @@ def test_measure_version_on_a_real_policy():
     again = measure_version(backend, data, canary_max_tokens=6)
     assert again.canary == m.canary  # same weights, same seed: the same replies
     assert measure_version(backend, data, skip=m.keys()).keys() == set()
+
+
+def test_the_trainer_goes_back_to_the_checkpoint_of_a_rolled_back_version(tmp_path):
+    """What TrainActor.restore_version does when serving was rolled back to version 1."""
+    from slime.checkpoint import find_checkpoint_of_version
+
+    cfg = parse_args(["--model-path", TINY_QWEN3, "--rollout-batch-size", "1", "--lr", "1e-2", "--use-lora"])
+    backend = TrainingBackend(cfg, device=torch.device("cpu"), dtype=torch.float32)
+    sample = Sample(tokens=[151644, 872, 198, 9707, 151645, 198, 9707, 1879, 0], response_length=3,
+                    rollout_log_probs=[0.0] * 3, advantages=[1.0] * 3)
+    weights = {}
+    for step in (1, 2):
+        backend.train_step([sample])
+        backend.save(tmp_path, step=step)
+        weights[backend.weight_version] = [p.detach().clone() for p in backend.trainable_parameters]
+    assert sorted(weights) == [1, 2]
+    ckpt = find_checkpoint_of_version(tmp_path, 1)
+    assert ckpt is not None and ckpt.name == "checkpoint-1"
+    assert find_checkpoint_of_version(tmp_path, 7) is None
+    out = backend.restore_last_good(None, checkpoint=ckpt)
+    assert out["restored"] == str(ckpt) and backend.weight_version == 3  # versions are never reused
+    assert all(torch.equal(p, w) for p, w in zip(backend.trainable_parameters, weights[1]))

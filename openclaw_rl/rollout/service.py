@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import logging
 import os
+
+import httpx
 from pathlib import Path
 from typing import Any
 
@@ -240,6 +242,18 @@ class OpenClawRolloutService:
         if self.server_url:
             values["server_url"] = self.server_url
         return self.cfg.with_section_values("service", **values)
+
+    def served_version(self) -> int | None:
+        """The weight version the server serves now (``GET /healthz``), or None without a server
+        or when it does not answer; the data source's staleness counts from it."""
+        if not self.server_url:
+            return None
+        try:
+            version = int(httpx.get(f"{self.server_url}/healthz", timeout=30).json()["weight_version"])
+        except (httpx.HTTPError, ValueError, KeyError, TypeError):
+            return None
+        self.data_source.current_version = version
+        return version
 
     def gate_data(self):
         """The promotion gate's items (:class:`openclaw_rl.rollout.gate_items.GateItems`): held-out
