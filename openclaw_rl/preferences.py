@@ -117,9 +117,9 @@ def _quality_corrections(problem: str, terms: tuple[str, ...]) -> tuple[str, ...
         return ("You didn't answer my question.", "That doesn't answer anything. Please answer the question.")
     if problem == Problem.REPETITION_LOOP.value:
         return ("You're repeating yourself. Please just answer the question.",
-                "That reply goes in circles; please answer once, clearly.")
-    return ("That reply is garbled; please answer properly.",
-            "I can't read that. Please answer in normal sentences.")
+                "That reply goes in circles; please try again and answer once, clearly.")
+    return ("That reply is garbled; please try again.",
+            "I can't read that, it's garbled. Please answer again properly.")
 
 
 PREFERENCES: dict[str, Preference] = {p.name: p for p in (
