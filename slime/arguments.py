@@ -159,10 +159,26 @@ class SlimeConfig:
                                      gt=0)
     resume_from_checkpoint: str | None = flag(None, "checkpoint dir, or a save dir (its checkpoint-latest)",
                                               group="checkpoint", env="RESUME_CKPT", path="input")
-    keep_published_versions: int = flag(2, "published weight versions kept under <save>/published (<log-dir>/"
-                                        "published without --save; the served "
-                                        "one and the newest before it); older ones are deleted once serving "
-                                        "has swapped past them", group="checkpoint", ge=1)
+    keep_published_versions: int = flag(4, "served weight versions kept under <save>/published (<log-dir>/"
+                                        "published without --save), the served one included, so that "
+                                        "POST /admin/rollback can return to them; older ones are deleted once "
+                                        "serving has swapped past them", group="checkpoint", ge=1,
+                                        names=("--keep-versions", "--keep-published-versions"))
+    # promotion gate (slime.promotion)
+    promotion_gate: Literal["enforce", "log", "off"] = flag(
+        "enforce", "check each new weight version before it is served: enforce (serve only a version that "
+        "passes), log (measure, serve anyway), off", group="gate")
+    on_gate_failure: Literal["continue", "pause"] = flag(
+        "continue", "after a version fails the gate: continue (train on from the last good weights and "
+        "optimizer state) or pause (stop training; serving keeps the last good version)", group="gate")
+    gate_logprob_margin: float = flag(0.25, "nats per token: held-out accepted replies may become at most this "
+                                      "much less likely, rejected ones this much more likely", group="gate", gt=0)
+    gate_max_nll_rise: float = flag(0.05, "largest rise of the reference set's per-token NLL over the version "
+                                    "the run started from (a fraction)", group="gate", gt=0)
+    gate_max_new_problems: float = flag(0.1, "largest share of canary replies that are newly degenerate "
+                                        "(slime.behaviour) or newly run to the token limit", group="gate",
+                                        ge=0, le=1)
+    gate_canary_max_tokens: int = flag(32, "reply budget of the gate's sampled canary replies", group="gate", ge=1)
     # plugins
     custom_loss_function_path: str | None = flag(None, f"loss plugin: {_PLUGIN} (compute_loss / loss_function; "
                                                  "docs/plugins.md)", group="plugins", path="plugin")

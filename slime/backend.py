@@ -107,6 +107,7 @@ class TrainingBackend(BackendIOMixin):
     Attributes:
         model: the trained module (a peft ``PeftModel`` with LoRA).
         detector: the collapse guard's :class:`slime.collapse_guard.SpikeDetector`.
+        initial_version: the weight version of ``initial_weights`` (0).
         initial_weights: a copy of the trainable weights at start (on CPU; on each rank its
             shards with data parallelism), what :meth:`restore_last_good` returns to when no
             checkpoint exists. With full-weight training it costs one more copy of the weights.
@@ -189,6 +190,7 @@ class TrainingBackend(BackendIOMixin):
         self.detector = SpikeDetector(self.guard)
         self.last_spike = None  # the newest spike, for the collapse line (slime.collapse_guard.act_on_collapse)
         self.initial_weights: list[torch.Tensor] = []
+        self.initial_version = 0  # the version those weights are served as
         self.remember_initial_weights()
 
     # ------------------------------------------------------------------ helpers
@@ -271,11 +273,13 @@ class TrainingBackend(BackendIOMixin):
         return self._logprobs(self.ref_model, mb, entropy=False).logprobs_B_T
 
     def remember_initial_weights(self) -> None:
-        """Copy the trainable weights as the run's start (``initial_weights``: what
-        :meth:`restore_last_good` returns to when no checkpoint exists); on CPU, or as this rank's
-        shards with data parallelism. Called when built, and again after a resume."""
+        """Copy the trainable weights as the run's start (``initial_weights``, served as version
+        ``initial_version``: what :meth:`restore_last_good` returns to when no checkpoint exists);
+        on CPU, or as this rank's shards with data parallelism. Called when built, and again after
+        a resume."""
         self.initial_weights = [p.detach().clone() if self.data_parallel is not None
                                 else p.detach().to("cpu", copy=True) for p in self.trainable_parameters]
+        self.initial_version = int(self.weight_version)
 
     def _update_snapshot(self) -> tuple[list[torch.Tensor], dict]:
         """The trainable weights and the optimizer state before a step, for :meth:`_undo_update`."""

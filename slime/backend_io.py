@@ -110,11 +110,15 @@ class BackendIOMixin:
         self.step = int(state.step)
         return state
 
-    def restore_last_good(self, save_dir: str | os.PathLike | None) -> dict[str, Any]:
+    def restore_last_good(self, save_dir: str | os.PathLike | None,
+                          checkpoint: str | os.PathLike | None = None) -> dict[str, Any]:
         """Go back to the last good weights: the newest checkpoint under ``save_dir``
         (:func:`slime.checkpoint.find_latest_checkpoint`; weights and optimizer state, RNG left
         alone), or, when there is none (or ``save_dir`` is None), the weights the run started with
         (``initial_weights``, taken when the backend was built) with the optimizer state reset.
+
+        ``checkpoint`` names the checkpoint to restore instead of the newest (a rollback of serving
+        to an older version, :meth:`slime.ray_actors.TrainActor.restore_version`).
 
         The learning rate in use is kept (a checkpoint's own is not restored; a collapse rollback
         lowers it after this). ``step`` keeps its count and ``weight_version`` goes UP by one past
@@ -128,7 +132,7 @@ class BackendIOMixin:
         """
         version, step = int(self.weight_version), int(self.step)
         lrs = [group["lr"] for group in self.optimizer.param_groups]
-        ckpt = find_latest_checkpoint(save_dir) if save_dir else None
+        ckpt = Path(checkpoint) if checkpoint is not None else (find_latest_checkpoint(save_dir) if save_dir else None)
         if ckpt is not None:
             self.load(ckpt, restore_rng=False)
             restored = str(ckpt)

@@ -113,6 +113,15 @@ class TrainGroup:
         """The version of the trainer's current weights."""
         return self._all("weight_version")
 
+    def restore_version(self, version: int) -> dict:
+        """:meth:`slime.ray_actors.TrainActor.restore_version` on every rank."""
+        return self._all("restore_version", version)
+
+    def gate_measure(self, data, skip=frozenset()):
+        """:meth:`slime.ray_actors.TrainActor.gate_measure` on every rank; the
+        :class:`slime.promotion.VersionMeasure`."""
+        return self._all("gate_measure", data, frozenset(skip))
+
     def export_weights(self) -> tuple[str, int]:
         """Export the weights for serving (one folder, written by rank 0); ``(path, version)``."""
         return self._all("export_weights")
