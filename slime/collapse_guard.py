@@ -214,11 +214,12 @@ def act_on_collapse(backend: Any, restore: Any, step: int | None) -> dict[str, A
 
     Returns:
         ``guard/action`` (:data:`ACTIONS` index), ``guard/rollback`` / ``guard/pause`` (0/1),
-        ``guard/lr`` (after), and ``guard/event``: the log line (a string).
+        ``guard/lr`` (after), ``weight_version`` (after a rollback: the restored weights' new
+        version) and ``guard/event``: the log line (a string).
     """
     policy, detector = backend.guard, backend.detector
     spike = backend.last_spike
-    why = (f"collapse guard: {detector.spikes} spikes in the last {len(detector.recent)} updates"
+    why = (f"collapse guard: {detector.spikes} spikes in the last {len(detector.recent)} steps"
            f"{f' at step {step}' if step is not None else ''} (last: {spike.line() if spike else '?'})")
     if policy.on_collapse == "pause":
         line = f"{why}: training paused (--on-collapse pause); the weights stay at version {backend.weight_version}"
@@ -233,4 +234,4 @@ def act_on_collapse(backend: Any, restore: Any, step: int | None) -> dict[str, A
             f"{info['weight_version']}; lr {old_lr:.3g} -> {new_lr:.3g}")
     log.warning("%s", line)
     return {"guard/action": float(ACTIONS.index("rolled_back")), "guard/rollback": 1.0, "guard/pause": 0.0,
-            "guard/lr": new_lr, "guard/event": line}
+            "guard/lr": new_lr, "weight_version": float(info["weight_version"]), "guard/event": line}

@@ -197,6 +197,7 @@ def test_repeated_spikes_roll_back_to_the_checkpoint_weights_and_optimizer_and_l
     assert _same(_trainable(backend), saved_weights)
     assert _same(_optimizer_tensors(backend.optimizer.state_dict()), _optimizer_tensors(saved_optimizer))
     assert backend.weight_version == version + 1 and backend.step == steps  # counting on, never reused
+    assert out["weight_version"] == version + 1
     assert not backend.detector.collapsed()  # spikes are counted afresh
     m = backend.train_step([_sample(1.0)])  # and training goes on from there
     assert m["skipped"] == 0.0 and backend.weight_version == version + 2
