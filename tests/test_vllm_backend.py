@@ -25,7 +25,7 @@ from openclaw_rl.engine.replicas import affinity_score
 from openclaw_rl.models import load_tokenizer, resolve_model_path
 from openclaw_rl.server.tool_choice import tool_call_grammar
 from tests.support.server import start_server, stop_server
-from tests.support.vllm import ENGINE_ARGS, VLLM_PYTHON, cpu_env, needs_vllm, vllm_generate, vllm_requests
+from tests.support.vllm import ENGINE_ARGS, VLLM_PYTHON, needs_vllm, vllm_generate, vllm_requests
 from tests.support.vllm_model import second_version, vllm_tiny_model
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm, needs_vllm]
@@ -50,29 +50,28 @@ def stack(tmp_path_factory):
             errors.append(exc)
 
     servers: list = []
-    with cpu_env():
-        starter = threading.Thread(target=second_engine)
-        starter.start()
+    starter = threading.Thread(target=second_engine)
+    starter.start()
+    try:
         try:
-            try:
-                servers.append(start_server(str(model), tmp / "a" / "rl_buffer", "--backend", "vllm",
-                                            "--engine-args", ENGINE_ARGS, "--engine-log-dir", str(tmp / "logs-a"),
-                                            "--default-max-tokens", "16", "--torch-threads", "1",
-                                            timeout=START_TIMEOUT))
-            finally:
-                starter.join()
-            if errors:
-                raise errors[0]
-            a = servers[0]
-            engine_a = httpx.get(f"http://127.0.0.1:{a.port}/healthz").json()["engine"]["replicas"][0]["url"]
-            servers.append(start_server(str(model), tmp / "b" / "rl_buffer", "--backend", "vllm",
-                                        "--engine-url", engine_a, "--engine-url", extra[0].url,
-                                        "--torch-threads", "1", timeout=START_TIMEOUT))
-            yield a, servers[1], engine_a, extra[0].url
+            servers.append(start_server(str(model), tmp / "a" / "rl_buffer", "--backend", "vllm",
+                                        "--engine-args", ENGINE_ARGS,
+                                        "--default-max-tokens", "16", "--torch-threads", "1",
+                                        timeout=START_TIMEOUT))
         finally:
-            for server in reversed(servers):
-                stop_server(server)
-            stop_engine_servers(extra)
+            starter.join()
+        if errors:
+            raise errors[0]
+        a = servers[0]
+        engine_a = httpx.get(f"http://127.0.0.1:{a.port}/healthz").json()["engine"]["replicas"][0]["url"]
+        servers.append(start_server(str(model), tmp / "b" / "rl_buffer", "--backend", "vllm",
+                                    "--engine-url", engine_a, "--engine-url", extra[0].url,
+                                    "--torch-threads", "1", timeout=START_TIMEOUT))
+        yield a, servers[1], engine_a, extra[0].url
+    finally:
+        for server in reversed(servers):
+            stop_server(server)
+        stop_engine_servers(extra)
 
 
 def _chat(server, messages, session: str, **body) -> dict:

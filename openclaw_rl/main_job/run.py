@@ -23,6 +23,8 @@ def parse_main_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="make run", description="The main job on the embedded model.",
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--model-path", default=DEFAULT_MODEL, help="policy to serve and train")
+    p.add_argument("--backend", choices=["transformers", "vllm", "sglang"], default="transformers",
+                   help="the policy server's engine (openclaw-rl serve --backend; vllm needs `make vllm`)")
     p.add_argument("--method", choices=sorted(METHOD_ARGS), default="combine",
                    help="rl (Binary RL), opd (on-policy distillation) or combine (both)")
     p.add_argument("--preference", choices=sorted(PREFERENCES), default=DEFAULT_PREFERENCE,
@@ -101,8 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     train_q, test_q = question_sets(a.held_out)
     t0 = time.time()
     print(f"[main job] {a.method} on {a.model_path}; the user asks: {pref.instruction!r}", flush=True)
-    with running_server(a.model_path, out / "rl_buffer", "--served-model-name", "policy",
-                        "--torch-threads", "1", api_key=API_KEY, log_dir=out) as server:
+    with running_server(a.model_path, out / "rl_buffer", "--served-model-name", "policy", "--backend", a.backend,
+                        "--torch-threads", "1", api_key=API_KEY, log_dir=out,
+                        timeout=180.0 if a.backend == "transformers" else 960.0) as server:
         base = server.base_url.rsplit("/v1", 1)[0]
         print(f"[main job] serving at {server.base_url}; {len(test_q)} held-out questions...", flush=True)
         before = measure(base, API_KEY, test_q, pref, a.eval_max_tokens, concurrency=a.concurrency)

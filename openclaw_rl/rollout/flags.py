@@ -29,7 +29,7 @@ __all__ = ["SERVER_SIDE_FLAGS", "OpenClawFlags", "service_flags"]
 
 #: flags that only configure the intercept server the job starts itself
 SERVER_SIDE_FLAGS = ("port", "served_model_name", "session_idle_timeout", "server_torch_threads", "backend",
-                     "engine_python", "engine_args")
+                     "engine_python", "engine_args", "engine_kv_cache_gib")
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,9 @@ class OpenClawFlags:
     engine_python: str | None = flag(None, "interpreter of the vllm/sglang engine's environment",
                                      default_text=".venv-vllm/bin/python (make vllm) or .venv-sglang/bin/python")
     engine_args: str = flag("", "more flags for each vllm/sglang engine server, one string (shell words)")
+    engine_kv_cache_gib: int | None = flag(None, "vLLM on CPU: GiB of KV cache of the started server's engine "
+                                           "(VLLM_CPU_KVCACHE_SPACE wins when set)", ge=1,
+                                           default_text="4 context windows, at most a quarter of the free memory")
     data_path: str | None = flag(None, "train offline from a recorded session file (JSON/JSONL) instead of "
                                  "live traffic (no server is started)", env="DATA_PATH", path="input")
     prm_model_path: str | None = flag(None, "local PRM judge model", env="PRM_MODEL_PATH", path="model",
