@@ -182,6 +182,9 @@ class JudgeInput:
         next_state_role: ``"user"``, ``"tool"`` or None (unknown).
         tool_calls: the turn's parsed tool calls (OpenAI form) or None.
         user_request: the last user message before the turn, or None.
+        history: the turn's prompt messages (OpenAI form) or None; read by judges that look at
+            the conversation before the turn (earlier tool calls, files already named:
+            :mod:`openclaw_rl.judges.tool_signals`), never rendered into a judge prompt.
     """
 
     response_text: str
@@ -189,6 +192,7 @@ class JudgeInput:
     next_state_role: str | None = None
     tool_calls: Sequence[Mapping[str, Any]] | None = None
     user_request: str | None = None
+    history: Sequence[Mapping[str, Any]] | None = None
 
     def messages(self) -> list[dict[str, str]]:
         """The PRM judge messages (:func:`build_judge_messages`) for this turn."""
@@ -211,13 +215,15 @@ def judge_input_for_turn(turn: Any, include_request: bool = True) -> JudgeInput:
         raise ValueError(f"turn {getattr(turn, 'turn_uid', '') or getattr(turn, 'id', '?')} "
                          "has no next state yet; it cannot be judged")
     request = None
+    history = getattr(turn, "messages", None) or None
     if include_request:
-        for m in reversed(getattr(turn, "messages", None) or []):
+        for m in reversed(history or []):
             if isinstance(m, Mapping) and m.get("role") == "user":
                 request = _content_text(m.get("content"))
                 break
     return JudgeInput(getattr(turn, "response_text", "") or "", turn.next_state,
-                      getattr(turn, "next_state_role", None), getattr(turn, "tool_calls", None), request)
+                      getattr(turn, "next_state_role", None), getattr(turn, "tool_calls", None), request,
+                      history)
 
 
 def judge_messages_for_turn(turn: Any, include_request: bool = True) -> list[dict[str, str]]:
