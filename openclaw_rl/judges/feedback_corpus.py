@@ -99,6 +99,15 @@ _SLOTS: dict[str, dict[str, tuple[str, ...]]] = {
                "traduis-le en anglais"),
         "zh": ("再加个测试", "另一个表也这样改", "发给小王", "放进README里", "翻译成英文"),
     },
+    "feature": {  # something to add on top of an accepted answer
+        "en": ("log to a file", "accept a list", "retry on timeout", "support dark mode", "export to PDF",
+               "sort descending", "handle unicode", "run in parallel", "print a summary", "take a --verbose flag",
+               "cache the results", "send an email when done", "show a progress bar", "read from stdin"),
+        "de": ("in eine Datei loggen", "eine Liste annehmen", "nach Datum sortieren", "als PDF exportieren"),
+        "es": ("guardar un log", "aceptar una lista", "ordenar por fecha", "exportar a PDF"),
+        "fr": ("écrire un log", "accepter une liste", "trier par date", "exporter en PDF"),
+        "zh": ("写日志", "支持列表输入", "按日期排序", "导出PDF"),
+    },
     "topic": {  # an unrelated new question
         "en": ("what's the capital of Peru", "how do I boil an egg", "any good podcasts on history",
                "what time zone is Tokyo in", "how many ounces in a cup", "who wrote Dune",
@@ -402,6 +411,36 @@ _T: dict[str, dict[int, dict[str, tuple[str, ...]]]] = {
     },
 }
 
+#: more templates, merged into :data:`_T` by style
+_MORE_SLOTS: dict[str, dict[int, dict[str, tuple[str, ...]]]] = {
+    "en": {
+        1: {"builds_on": ("Now make it {feature}.", "Can it also {feature}?", "Also, {feature}?", "Add a way to {feature} too.",
+                          "ok, next let it {feature}", "Then have it {feature}.", "How would I make it {feature}?",
+                          "Good, and can we {feature} as well?", "cool. now {feature}", "Next step, {feature}.",
+                          "works. can you extend it to {feature}?", "Ok and what if I want it to {feature}?",
+                          "Great base. Let's {feature} next."),
+            "worked": ("forwarded it, {person} replied all good", "{person} signed off on it", "tried it: works",
+                       "did that, problem gone", "that unblocked me", "ran the migration, all {n} tables fine",
+                       "it printed the right total", "{person} said it's exactly what they needed", "passed CI on the first try"),
+            "thanks": ("Thanks, no problem at all.", "no worries, that's great, thanks", "not bad at all, thanks!",
+                       "Nothing wrong with that, thanks.", "Couldn't be better.")},
+        -1: {"polite_redo": ("Now make it shorter.", "Make it friendlier.", "Make it less wordy, please.",
+                             "Can you make it more formal?", "Keep it to {n} lines.", "Cut it to {n} words."),
+             "explicit": ("It doesn't {feature} though.", "You forgot to {feature}.", "I asked for it to {feature}.",
+                          "It was supposed to {feature}.", "The second step is wrong.", "Why did you remove {thing}?"),
+             "terse": ("but it doesn't {feature}", "{thing}??", "not {thing}", "no, {thing}")},
+        0: {"ambiguous": ("Could it {feature} in principle?", "Is it hard to {feature}?", "Does it {feature}?",
+                          "How long would it take to {feature}?"),
+            "away": ("ok brb, meeting", "Will test it after lunch.", "Let me run it later and get back to you.",
+                     "I'll look at this tomorrow."),
+            "notification": ("[PagerDuty] Incident #{n} resolved", "{person} joined the channel", "Screen time: {n} min today")},
+    },
+    "de": {1: {"builds_on": ("Jetzt soll es noch {feature}.", "Kann es auch {feature}?")}},
+    "es": {1: {"builds_on": ("Ahora que pueda {feature}.", "¿Puede también {feature}?")}},
+    "fr": {1: {"builds_on": ("Maintenant il faut qu'il puisse {feature}.", "Il peut aussi {feature} ?")}},
+    "zh": {1: {"builds_on": ("现在让它{feature}。", "还能{feature}吗？")}},
+}
+
 #: more plain sentences (no slots), merged into :data:`_T` by style
 _MORE: dict[str, dict[int, dict[str, tuple[str, ...]]]] = {
 "en": {
@@ -519,7 +558,7 @@ _MORE: dict[str, dict[int, dict[str, tuple[str, ...]]]] = {
            "away": ("我在开会。", "回头再说。")}},
 }
 
-for _lang, _labels in _MORE.items():
+for _lang, _labels in [*_MORE_SLOTS.items(), *_MORE.items()]:
     for _label, _styles in _labels.items():
         for _style, _extra in _styles.items():
             _T[_lang][_label][_style] = _T[_lang][_label].get(_style, ()) + _extra
