@@ -140,7 +140,7 @@ _LOG_LINE = re.compile(r"^\s*(\[?\d{4}-\d\d-\d\d|\[?\d\d:\d\d:\d\d|\[?(info|warn
 _HARD_LINE = re.compile(
     r"traceback \(most recent call last\)|^\s*(\w+\.)*\w*(error|exception)\b: |command not found|"
     r"no such file or directory|permission denied|segmentation fault|core dumped|connection refused|"
-    r"^\s*(fatal|error|err!|npm err!):? |^E: |^\S*sh: (\d+: )?.*not found\s*$|^\s*panic: |cannot find module|is not recognized as an internal or external"
+    r"^\s*(fatal|error|err!|npm err!)\s*: |^E: |^\S*sh: (\d+: )?.*not found\s*$|^\s*panic: |cannot find module|is not recognized as an internal or external"
     r"|unknown (tool|function|command)\b|missing (required )?(argument|parameter)|"
     r"unexpected keyword argument|invalid (argument|parameter|syntax|json|value|input)", re.I)
 _EXIT = re.compile(r"\b(exit(ed)?( with)?( code| status)?|return ?code|returncode|exit_code)[\"' :=]*"
