@@ -37,9 +37,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["JudgeCase", "CaseFormatError", "DEFAULT_CASES_PATH", "load_cases", "parse_case"]
+__all__ = ["JudgeCase", "CaseFormatError", "DEFAULT_CASES_PATH", "HELDOUT_CASES_PATH", "load_cases", "parse_case"]
 
 DEFAULT_CASES_PATH = Path(__file__).parent / "data" / "judge_cases.jsonl"
+#: hand-written cases in the styles of real users and tools that no judge is trained on (tags
+#: ``heldout-v1`` / ``-v2`` / ``-v3`` by when they were written; docs/judges.md)
+HELDOUT_CASES_PATH = Path(__file__).parent / "data" / "heldout_cases.jsonl"
 _REQUIRED = ("request", "response", "next_state", "role", "expected")
 _OPTIONAL = ("tool_calls", "name", "tags", "hint_terms", "history")
 

@@ -202,7 +202,7 @@ def _key(recipe: dict) -> str:
     from openclaw_rl.judges.feedback_corpus import corpus_fingerprint
 
     h = hashlib.sha256(repr(sorted(recipe.items())).encode())
-    h.update(corpus_fingerprint(recipe["seed"]).encode())
+    h.update(corpus_fingerprint(recipe["seed"], recipe["per_template"]).encode())
     h.update(DEFAULT_CASES_PATH.read_bytes())
     h.update(Path(__file__).read_bytes())  # the features and the trainer
     return h.hexdigest()[:16]

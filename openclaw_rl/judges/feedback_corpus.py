@@ -800,7 +800,7 @@ def _noise(text: str, lang: str, rng: random.Random) -> str:
     return text
 
 
-def generate(seed: int = 0, per_template: int = 6) -> list[CorpusExample]:
+def generate(seed: int = 0, per_template: int = 4) -> list[CorpusExample]:
     """The whole corpus, deterministic for a given ``seed``.
 
     Args:
@@ -843,10 +843,10 @@ def split(examples: list[CorpusExample], fraction: float = 0.2, seed: int = 0
     return train, held
 
 
-def corpus_fingerprint(seed: int = 0) -> str:
+def corpus_fingerprint(seed: int = 0, per_template: int = 4) -> str:
     """A short hash of the generated corpus (the classifier's cache key changes with it)."""
     h = hashlib.sha256()
-    for ex in generate(seed):
+    for ex in generate(seed, per_template):
         h.update(f"{ex.label}\x00{ex.request}\x00{ex.next_state}\x00{ex.family}\n".encode())
     return h.hexdigest()[:16]
 
