@@ -1,5 +1,5 @@
 """``openclaw-rl``: the command line (``serve``, ``export``, ``import``, ``eval``, ``eval-before-after``,
-``judge-eval``).
+``judge-eval``, ``versions``, ``rollback``).
 
 Errors are one line on stderr with exit code 2; nothing already recorded is touched.
 """
@@ -90,8 +90,21 @@ def _judge_eval(argv: list[str]) -> int:
     return judge_eval_main(argv)
 
 
+def _versions(argv: list[str]) -> int:
+    from openclaw_rl.server.rollback_cli import versions_main
+
+    return versions_main(argv)
+
+
+def _rollback(argv: list[str]) -> int:
+    from openclaw_rl.server.rollback_cli import rollback_main
+
+    return rollback_main(argv)
+
+
 COMMANDS = {"serve": _serve, "export": _export, "import": _import, "eval": _eval,
-            "eval-before-after": _eval_before_after, "judge-eval": _judge_eval}
+            "eval-before-after": _eval_before_after, "judge-eval": _judge_eval, "versions": _versions,
+            "rollback": _rollback}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,8 +2,13 @@
 
 The main job's user appends one preference to every question and reacts to every reply the way a
 person would: a correction (in one of several styles) when the reply misses the preference, thanks
-or a move to the next topic when it meets it. The rule is the ground truth the run measures the
-model and the judge against; the judge never sees it (it reads only the next state).
+or a move to the next topic when it meets it. Like a person, it also corrects a reply that meets
+the letter of the preference but not its point (:meth:`Preference.quality_problem`): the
+preference over-applied ("Alex, Alex, Alex!"), a repetition loop, garbled characters, or a reply
+with nothing in it but the requested words. The rule and those checks together are the ground
+truth the run measures the model and the judge against; the judge never sees them (it reads only
+the next state). The behaviour checks are the trainer's own (:mod:`slime.behaviour`), so the
+user, the held-out measurement and the promotion gate call the same reply degenerate.
 
 Which preference the main job uses was chosen by measuring (``python -m
 openclaw_rl.main_job.baselines --model-path builtin:smollm2-135m``): a task has room to learn only where
@@ -17,6 +22,8 @@ import hashlib
 import re
 from dataclasses import dataclass
 from typing import Callable
+
+from slime.behaviour import Problem, behaviour_problems, words
 
 __all__ = ["Preference", "PREFERENCES", "DEFAULT_PREFERENCE", "get_preference"]
 
@@ -43,6 +50,8 @@ class Preference:
             indirect, repeating the request); one is picked per reply, deterministically.
         praises: what the user says when a reply meets it (thanks, or moving on).
         hint_terms: words a hindsight hint that names this preference contains (any one).
+        over_terms: words the preference asks for that a person notices when they are
+            over-applied (a name said three times in a short reply).
     """
 
     name: str
@@ -51,16 +60,36 @@ class Preference:
     corrections: tuple[str, ...]
     praises: tuple[str, ...]
     hint_terms: tuple[str, ...] = ()
+    over_terms: tuple[str, ...] = ()
+
+    def quality_problem(self, reply: str) -> str | None:
+        """What a person would object to in ``reply`` beyond the stated rule, or None:
+        a :class:`slime.behaviour.Problem` value (``over_application``, ``repetition_loop``,
+        ``rare_char_run``, ``tool_call_loop``) or ``"no_answer"`` (fewer than two words besides
+        the requested ones: the reply ignores the question)."""
+        found = behaviour_problems(reply, self.over_terms)
+        if found:  # over-application first: it is what a person names ("stop saying my name")
+            return (Problem.OVER_APPLICATION if Problem.OVER_APPLICATION in found else next(iter(found))).value
+        wanted = {t.lower() for t in self.over_terms}
+        if len([w for w in words(reply) if w not in wanted and w.removesuffix("'s") not in wanted]) < 2:
+            return "no_answer"
+        return None
 
     def satisfied(self, reply: str) -> bool:
-        """True when ``reply`` meets the preference (an empty reply never does)."""
-        return bool(reply.strip()) and bool(self.check(reply))
+        """True when ``reply`` meets the preference and a person would accept it: not empty, the
+        rule holds and :meth:`quality_problem` finds nothing."""
+        return bool(reply.strip()) and bool(self.check(reply)) and self.quality_problem(reply) is None
 
     def feedback(self, reply: str, key: str = "") -> str:
         """The user's next message after ``reply``: a correction or a praise, in a style picked
-        by hashing ``key`` (e.g. the session id and turn index) and the reply."""
-        options = self.praises if self.satisfied(reply) else self.corrections
+        by hashing ``key`` (e.g. the session id and turn index) and the reply. A reply that meets
+        the rule but has a :meth:`quality_problem` gets that problem's correction."""
         digest = hashlib.sha256(f"{key}\x00{reply}".encode()).digest()
+        problem = self.quality_problem(reply) if reply.strip() else None
+        if problem is not None and self.check(reply):
+            options = _quality_corrections(problem, self.over_terms)
+        else:
+            options = self.praises if self.satisfied(reply) else self.corrections
         return options[digest[0] % len(options)]
 
 
@@ -75,11 +104,29 @@ def _corrections(what: str, redo: str) -> tuple[str, ...]:
             f"Please redo it. {what}")
 
 
+def _quality_corrections(problem: str, terms: tuple[str, ...]) -> tuple[str, ...]:
+    """What a person says to a reply that meets the rule but has ``problem``."""
+    if problem == Problem.OVER_APPLICATION.value:
+        said = f"'{terms[0]}'" if terms else "the same word"
+        name = terms[0] == "Alex" if terms else False
+        return (("You don't need to say my name every sentence. Just answer the question.",
+                 "Please stop repeating my name; once is enough. What about my question?")
+                if name else (f"You don't need to repeat {said} all the time. Just answer the question.",
+                              f"Why do you keep saying {said}? Please answer properly."))
+    if problem == "no_answer":
+        return ("You didn't answer my question.", "That doesn't answer anything. Please answer the question.")
+    if problem == Problem.REPETITION_LOOP.value:
+        return ("You're repeating yourself. Please just answer the question.",
+                "That reply goes in circles; please try again and answer once, clearly.")
+    return ("That reply is garbled; please try again.",
+            "I can't read that, it's garbled. Please answer again properly.")
+
+
 PREFERENCES: dict[str, Preference] = {p.name: p for p in (
     Preference("start-sure", "Please start your answer with 'Sure!'.",
                lambda r: r.lstrip().startswith("Sure!"),
                _corrections("Start your answer with 'Sure!'.", "your answer has to start with 'Sure!'."),
-               _THANKS, ("Sure",)),
+               _THANKS, ("Sure",), ("Sure",)),
     Preference("max-20-words", "Please answer in at most 20 words.",
                lambda r: len(r.split()) <= 20,
                _corrections("Answer in at most 20 words.", "that was far more than 20 words."),
@@ -99,7 +146,7 @@ PREFERENCES: dict[str, Preference] = {p.name: p for p in (
     Preference("name-alex", "My name is Alex; please address me by name in your answer.",
                lambda r: "Alex" in r,
                _corrections("Address me by my name, Alex.", "you did not call me Alex."),
-               _THANKS, ("Alex",)),
+               _THANKS, ("Alex",), ("Alex",)),
     Preference("french", "Please answer in French.",
                lambda r: len({w.lower().strip(".,!?;:'\"") for w in r.split()} & _FRENCH) >= 3,
                _corrections("Answer in French, please.", "I asked for an answer in French."),

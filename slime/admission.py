@@ -3,7 +3,8 @@ cut at ``max_tokens``, and rollout log-probs the engine could not give.
 
 :func:`admit` runs once per step on the train actor (:meth:`slime.ray_actors.TrainActor.admit`),
 right after the rollout, so the method's per-step work and advantages see the samples as they
-will be trained:
+will be trained (the degenerate-reply filter is the first guard of :mod:`slime.collapse_guard`:
+what a collapsing policy writes never becomes training data):
 
 1. **Context limit** (``--rollout-max-context-len``, slime's name; default the model's context
    window, ``max_position_embeddings``): a sample whose prompt + response is longer is cut to the
@@ -18,7 +19,17 @@ will be trained:
    for a rollout of judged live turns, ``train`` for a rollout that generates
    (``--prompt-data``, ``--rollout-function-path``), whose reward already judges the cut reply
    (slime's prompt rollouts train truncated samples too).
-3. **Rollout log-probs** of samples with ``logprob_source`` other than ``engine`` (constrained
+3. **Degenerate replies** (``--degenerate-samples``, default ``mask``): each sample's response
+   ids are decoded with the policy's tokenizer and checked with
+   :func:`slime.behaviour.behaviour_problems` (a repetition loop, a run of rare or replacement
+   characters, one content word over-applied, the same tool call again and again); a special
+   token inside the reply (anywhere but its last token, e.g. ``<|im_start|>`` or padding) or an
+   id outside the vocabulary counts as ``garbage_tokens``. Such a sample's loss mask and
+   advantages are zeroed (it stays in the batch, so a GRPO group keeps its size and its reward
+   still counts in the group's baseline, but none of its tokens is trained), counted per problem
+   (``samples/degenerate``, ``samples/degenerate_<problem>``) and named in one warning. ``train``
+   counts and warns the same but trains them. Without a tokenizer the check is skipped.
+4. **Rollout log-probs** of samples with ``logprob_source`` other than ``engine`` (constrained
    decoding, or tokens built from text) are replaced by the policy's own log-probs at the step's
    weights (:meth:`slime.backend.TrainingBackend.policy_logprobs`, each sample at its sampling
    temperature / top-p): the PPO ratio's old log-probs are recomputed anyway, TIS weighs these
@@ -35,9 +46,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from slime.behaviour import Problem
+from slime.degenerate import GARBAGE_TOKENS, control_token_ids, reply_problems
 from slime.sample import LogprobSource, Sample, SampleStatus
 
-__all__ = ["AdmissionPolicy", "admit", "fit_context", "turn_name"]
+__all__ = ["AdmissionPolicy", "DEGENERATE_PROBLEMS", "admit", "fit_context", "turn_name"]
 
 log = logging.getLogger(__name__)
 
@@ -49,20 +62,23 @@ class AdmissionPolicy:
     max_context_len: most prompt + response tokens a trained sample may hold (None: no limit).
     context_overflow: ``truncate`` or ``drop`` a longer sample.
     truncated_replies: ``mask`` or ``train`` replies cut at the token limit.
+    degenerate_samples: ``mask`` or ``train`` samples with a degenerate reply.
     """
 
     max_context_len: int | None = None
     context_overflow: Literal["truncate", "drop"] = "truncate"
     truncated_replies: Literal["mask", "train"] = "mask"
+    degenerate_samples: Literal["mask", "train"] = "mask"
 
     @classmethod
     def from_config(cls, cfg: Any, model_context: int | None, generates: bool) -> "AdmissionPolicy":
         """The policy of a run: ``--rollout-max-context-len`` (else ``model_context``),
         ``--context-overflow``, ``--truncated-replies`` (else ``train`` when the rollout
-        ``generates``, ``mask`` otherwise)."""
+        ``generates``, ``mask`` otherwise), ``--degenerate-samples``."""
         limit = cfg.rollout_max_context_len or model_context
         return cls(max_context_len=limit, context_overflow=cfg.context_overflow,
-                   truncated_replies=cfg.truncated_replies or ("train" if generates else "mask"))
+                   truncated_replies=cfg.truncated_replies or ("train" if generates else "mask"),
+                   degenerate_samples=cfg.degenerate_samples)
 
 
 def turn_name(sample: Sample, index: int) -> str:
@@ -95,22 +111,49 @@ def fit_context(sample: Sample, max_len: int) -> Sample | None:
     return Sample.from_dict(data)
 
 
+#: the problem names a degenerate reply is counted under (``samples/degenerate_<name>``)
+DEGENERATE_PROBLEMS = (*(p.value for p in Problem), GARBAGE_TOKENS)
+
+
+def _count_degenerate(s: Sample, index: int, problems: dict[str, str], policy: AdmissionPolicy,
+                      counts: dict[str, int]) -> None:
+    """Count a degenerate sample, warn once naming it, and zero its loss under ``mask``."""
+    counts["degenerate"] += 1
+    for name in problems:
+        counts[f"degenerate_{name}"] += 1
+    masked = policy.degenerate_samples == "mask" and s.num_loss_tokens > 0
+    what = "; ".join(f"{name}: {hit[:60]!r}" for name, hit in problems.items())
+    log.warning("%s: degenerate reply (%s): %s (--degenerate-samples %s)", turn_name(s, index), what,
+                "not trained" if masked else "trained", policy.degenerate_samples)
+    if masked:
+        s.loss_mask = [0] * s.response_length
+        if s.advantages is not None:
+            s.advantages = [0.0] * s.response_length
+        counts["degenerate_masked"] += 1
+
+
 def admit(samples: Sequence[Sample], policy: AdmissionPolicy, backend: Any = None) -> tuple[list[Sample], dict]:
-    """Apply ``policy`` to a step's samples (module docstring, steps 1-3).
+    """Apply ``policy`` to a step's samples (module docstring, steps 1-4).
 
     Args:
         samples: the rollout's samples, in order.
         policy: the run's :class:`AdmissionPolicy`.
-        backend: a :class:`slime.backend.TrainingBackend` for step 3; None skips it.
+        backend: a :class:`slime.backend.TrainingBackend` for steps 3 (its ``tokenizer``) and 4;
+            None skips them.
 
     Returns:
         ``(samples, metrics)``: the samples to go on with (order kept, dropped ones left out) and
         ``samples/over_context_truncated``, ``samples/over_context_dropped``, ``samples/truncated``,
-        ``samples/truncated_masked``, ``samples/constrained``, ``samples/without_logprobs``,
+        ``samples/truncated_masked``, ``samples/degenerate`` (samples with any problem),
+        ``samples/degenerate_<problem>`` (one per problem name, :data:`DEGENERATE_PROBLEMS`),
+        ``samples/degenerate_masked``, ``samples/constrained``, ``samples/without_logprobs``,
         ``samples/rollout_logprobs_recomputed``.
     """
     counts = dict.fromkeys(("over_context_truncated", "over_context_dropped", "truncated", "truncated_masked",
+                            "degenerate", *(f"degenerate_{p}" for p in DEGENERATE_PROBLEMS), "degenerate_masked",
                             "constrained", "without_logprobs", "rollout_logprobs_recomputed"), 0)
+    tokenizer = getattr(backend, "tokenizer", None)
+    control = control_token_ids(tokenizer) if tokenizer is not None else frozenset()
     out: list[Sample] = []
     for i, s in enumerate(samples):
         if policy.max_context_len is not None and len(s.tokens) > policy.max_context_len:
@@ -129,6 +172,10 @@ def admit(samples: Sequence[Sample], policy: AdmissionPolicy, backend: Any = Non
                 if s.advantages is not None:
                     s.advantages = [0.0] * s.response_length
                 counts["truncated_masked"] += 1
+        if tokenizer is not None and s.response_length:
+            problems = reply_problems(s.response_tokens, tokenizer, control)
+            if problems:
+                _count_degenerate(s, i, problems, policy, counts)
         counts["constrained"] += s.logprob_source == LogprobSource.CONSTRAINED
         counts["without_logprobs"] += s.logprob_source == LogprobSource.NONE
         out.append(s)

@@ -77,6 +77,29 @@ class SlimeConfig:
                                       "top-p, at this one where none was recorded", group="rollout", gt=0)
     max_staleness: int | None = flag(None, "drop samples whose weight_version lags the trainer by more "
                                      "versions (none: no bound)", group="rollout", ge=0)
+    degenerate_samples: Literal["mask", "train"] = flag(
+        "mask", "samples whose reply is degenerate (slime.behaviour: a repetition loop, a rare-character run, "
+        "over-application, a tool-call loop; or a special token inside the reply): mask them out of the loss, "
+        "or train them; counted per problem and named in a warning either way", group="rollout")
+    # collapse guard (slime.collapse_guard)
+    collapse_guard: Literal["on", "log", "off"] = flag(
+        "on", "the trainer's collapse guard: on (skip a step whose grad norm, train/rollout log-prob gap, KL or "
+        "update size spikes; act on repeated spikes), log (detect and record only), off", group="guard")
+    spike_factor: float = flag(5.0, "a signal spikes above this many times its baseline (the median of its "
+                               "recent healthy values, at least the signal's floor)", group="guard", gt=1)
+    spike_window: int = flag(8, "recent healthy steps a baseline is the median of, and steps spikes are "
+                             "counted over", group="guard", ge=1)
+    spike_min_history: int = flag(3, "healthy steps before the grad norm, log-prob gap and KL to the reference "
+                                  "(which have no scale of their own) are judged; the update's size is judged "
+                                  "from the first step", group="guard", ge=1)
+    max_spikes: int = flag(2, "spikes within --spike-window steps that make a collapse (--on-collapse)",
+                           group="guard", ge=1)
+    on_collapse: Literal["rollback", "pause"] = flag(
+        "rollback", "at a collapse: restore the last good checkpoint (weights and optimizer state; the initial "
+        "weights when none was saved) and lower the learning rate, or pause (stop training, the run ends)",
+        group="guard")
+    collapse_lr_factor: float = flag(0.5, "the learning rate is multiplied by this at each collapse rollback",
+                                     group="guard", gt=0, le=1)
     # batching
     global_batch_size: int | None = flag(None, "samples per optimizer step", group="batching", ge=1,
                                          default_text="rollout_batch_size * n_samples_per_prompt")
@@ -136,10 +159,26 @@ class SlimeConfig:
                                      gt=0)
     resume_from_checkpoint: str | None = flag(None, "checkpoint dir, or a save dir (its checkpoint-latest)",
                                               group="checkpoint", env="RESUME_CKPT", path="input")
-    keep_published_versions: int = flag(2, "published weight versions kept under <save>/published (<log-dir>/"
-                                        "published without --save; the served "
-                                        "one and the newest before it); older ones are deleted once serving "
-                                        "has swapped past them", group="checkpoint", ge=1)
+    keep_published_versions: int = flag(4, "served weight versions kept under <save>/published (<log-dir>/"
+                                        "published without --save), the served one included, so that "
+                                        "POST /admin/rollback can return to them; older ones are deleted once "
+                                        "serving has swapped past them", group="checkpoint", ge=1,
+                                        names=("--keep-versions", "--keep-published-versions"))
+    # promotion gate (slime.promotion)
+    promotion_gate: Literal["enforce", "log", "off"] = flag(
+        "enforce", "check each new weight version before it is served: enforce (serve only a version that "
+        "passes), log (measure, serve anyway), off", group="gate")
+    on_gate_failure: Literal["continue", "pause"] = flag(
+        "continue", "after a version fails the gate: continue (train on from the last good weights and "
+        "optimizer state) or pause (stop training; serving keeps the last good version)", group="gate")
+    gate_logprob_margin: float = flag(0.25, "nats per token: held-out accepted replies may become at most this "
+                                      "much less likely, rejected ones this much more likely", group="gate", gt=0)
+    gate_max_nll_rise: float = flag(0.05, "largest rise of the reference set's per-token NLL over the version "
+                                    "the run started from (a fraction)", group="gate", gt=0)
+    gate_max_new_problems: float = flag(0.1, "largest share of canary replies that are newly degenerate "
+                                        "(slime.behaviour) or newly run to the token limit", group="gate",
+                                        ge=0, le=1)
+    gate_canary_max_tokens: int = flag(32, "reply budget of the gate's sampled canary replies", group="gate", ge=1)
     # plugins
     custom_loss_function_path: str | None = flag(None, f"loss plugin: {_PLUGIN} (compute_loss / loss_function; "
                                                  "docs/plugins.md)", group="plugins", path="plugin")

@@ -23,6 +23,11 @@ carrying per-token ``advantages``) and makes exactly one optimizer step:
    ``global_num_tokens`` = loss tokens of the WHOLE global batch and back-propagates each
    micro-batch; the summed gradient does not depend on the micro-batch split;
 5. grads are clipped and ``optimizer.step()`` runs once; ``weight_version`` is incremented.
+   The collapse guard (:mod:`slime.collapse_guard`, ``--collapse-guard``) watches this: a step
+   whose grad norm, train/rollout log-prob gap or KL to the reference spikes is skipped before
+   ``optimizer.step()``; a step whose update itself moved the policy too far on its batch
+   (``update_kl``, one more no-grad pass) is undone (weights and optimizer state restored). A
+   skipped step leaves ``weight_version`` unchanged and clears the gradients.
 
 A loss plugin that raises, returns a non-finite loss or a loss without a graph raises
 :class:`LossPluginError` before the optimizer steps (weights and optimizer state unchanged).
@@ -36,6 +41,7 @@ log-probs, token-level loss over the global batch, one step per global batch).
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import time
@@ -50,6 +56,7 @@ from slime.backend_io import BackendIOMixin, processor_files
 from slime.data_parallel import DataParallel
 from slime.step_parts import MicroBatch, empty_metrics, gathered_metrics
 from slime.loss_guard import LossPluginError, callable_name, checked_loss
+from slime.collapse_guard import GuardPolicy, SpikeDetector, guard_metrics, update_kl_k3
 from slime.logprobs import TokenLogprobs, compute_token_logprobs
 from slime.policy_model import DEFAULT_LORA_TARGET_MODULES, build_policy
 from slime.losses import LossInputs, LossOutputs, PolicyLossConfig, policy_loss, reduce_metrics
@@ -99,6 +106,11 @@ class TrainingBackend(BackendIOMixin):
 
     Attributes:
         model: the trained module (a peft ``PeftModel`` with LoRA).
+        detector: the collapse guard's :class:`slime.collapse_guard.SpikeDetector`.
+        initial_version: the weight version of ``initial_weights`` (0).
+        initial_weights: a copy of the trainable weights at start (on CPU; on each rank its
+            shards with data parallelism), what :meth:`restore_last_good` returns to when no
+            checkpoint exists. With full-weight training it costs one more copy of the weights.
         optimizer: AdamW over ``trainable_parameters``.
         weight_version: version of the current weights; 0 at start, +1 per real step.
         step: optimizer steps taken (restored by :meth:`load`).
@@ -174,6 +186,13 @@ class TrainingBackend(BackendIOMixin):
         self.param_dtype = self.trainable_parameters[0].dtype
         self.float_dtype = torch.float64 if self.param_dtype == torch.float64 else torch.float32
         self.pad_token_id = 0  # padding is masked out; 0 is a valid id for every vocabulary
+        self.guard = GuardPolicy.from_config(cfg)
+        self.detector = SpikeDetector(self.guard)
+        self.last_spike = None  # the newest spike, for the collapse line (slime.collapse_guard.act_on_collapse)
+        # the weights the run started with: what restore_last_good returns to when no checkpoint exists
+        self.initial_weights = [p.detach().clone() if data_parallel is not None else p.detach().to("cpu", copy=True)
+                                for p in self.trainable_parameters]
+        self.initial_version = int(self.weight_version)  # the version those weights are served as
 
     # ------------------------------------------------------------------ helpers
     @staticmethod
@@ -254,6 +273,43 @@ class TrainingBackend(BackendIOMixin):
         assert self.ref_model is not None
         return self._logprobs(self.ref_model, mb, entropy=False).logprobs_B_T
 
+    def _update_snapshot(self) -> tuple[list[torch.Tensor], dict]:
+        """The trainable weights and the optimizer state before a step, for :meth:`_undo_update`."""
+        return [p.detach().clone() for p in self.trainable_parameters], copy.deepcopy(self.optimizer.state_dict())
+
+    def _undo_update(self, snapshot: tuple[list[torch.Tensor], dict]) -> None:
+        """Put the weights and optimizer state of :meth:`_update_snapshot` back (the step never happened)."""
+        weights, state = snapshot
+        with torch.no_grad():
+            for p, w in zip(self.trainable_parameters, weights):
+                p.copy_(w)
+        self.optimizer.load_state_dict(state)
+        if self.offload_active:
+            self._optimizer_state_to(torch.device("cpu"))
+
+    def _update_kl(self, micro: list[MicroBatch]) -> float:
+        """How far the step just taken moved the policy on its own batch: the mean k3 KL estimate
+        (:func:`slime.collapse_guard.update_kl_k3`) of the updated weights' log-probs against the
+        old ones over the loss tokens (one no-grad eval pass; every rank, filler micro-batches too)."""
+        total, count = 0.0, 0.0
+        self.model.eval()
+        with torch.no_grad():
+            for mb in micro:
+                new_B_T = self._logprobs(self.model, mb, entropy=False).logprobs_B_T
+                if not mb.filler:
+                    s, n = update_kl_k3(mb.old_logprobs_B_T, new_B_T, mb.batch.loss_mask_B_T)
+                    total, count = total + s, count + n
+        if self.data_parallel is not None:
+            parts = self.data_parallel.all_gather((total, count))
+            total, count = sum(p[0] for p in parts), sum(p[1] for p in parts)
+        return total / count if count else 0.0
+
+    def scale_lr(self, factor: float) -> float:
+        """Multiply every parameter group's learning rate by ``factor``; returns the new one."""
+        for group in self.optimizer.param_groups:
+            group["lr"] *= factor
+        return float(self.optimizer.param_groups[0]["lr"])
+
     def _call_loss(self, inputs: LossInputs) -> LossOutputs:
         return checked_loss(self.loss_fn, self.loss_fn_name, inputs, self.loss_config)
 
@@ -277,7 +333,9 @@ class TrainingBackend(BackendIOMixin):
             trainer's own: TIS weight 1, not in the gap), ``staleness_mean/min/max`` (this backend's
             ``weight_version`` minus each sample's), ``tokens_per_s`` (``n_seq_tokens`` per
             second of the whole step), ``step_time_s``, ``skipped`` (1 when nothing was
-            trainable, or the gradient was non-finite), ``weight_version`` (after the step), plus
+            trainable, the gradient was non-finite or the collapse guard skipped the step),
+            ``weight_version`` (after the step), the collapse guard's ``guard/*``
+            (:func:`slime.collapse_guard.guard_metrics`; not with ``--collapse-guard off``), plus
             whatever else the loss reports (``ratio_dev``, ``tis_weight``, ...).
 
         Raises:
@@ -368,21 +426,46 @@ class TrainingBackend(BackendIOMixin):
             loss_total, abs_diff_sum, abs_diff_max, compared_tokens, outputs = gathered_metrics(self.data_parallel.all_gather(
                 (loss_total, abs_diff_sum, abs_diff_max, compared_tokens, [(o.sums, o.counts) for o in outputs])))
 
-        # ---- one optimizer step
+        # ---- the collapse guard's signals before the step, then one optimizer step (kept unless it spikes)
         max_norm = self.cfg.clip_grad if self.cfg.clip_grad > 0 else float("inf")
         grad_norm = DataParallel.total_norm(torch.nn.utils.clip_grad_norm_(self.trainable_parameters, max_norm))
-        skipped = not math.isfinite(grad_norm)
-        if skipped:
+        signals = {"grad_norm": grad_norm,
+                   "logprob_gap": abs_diff_sum / compared_tokens if compared_tokens else 0.0}
+        if use_kl:
+            signals["kl_ref"] = float(reduce_metrics(outputs).get("kl_loss", 0.0))
+        guard = self.guard.mode != "off"
+        spike = self.detector.check(signals) if guard else None
+        skipped = not math.isfinite(grad_norm) or (spike is not None and self.guard.acts)
+        if not math.isfinite(grad_norm):
             log.warning("non-finite grad norm (%s); optimizer step skipped", grad_norm)
-        else:
+        elif spike is not None:
+            log.warning("collapse guard: %s%s", spike.line(), "; optimizer step skipped" if skipped else " (logged)")
+        if not skipped:
+            undo = self._update_snapshot() if guard and self.guard.acts else None
             if self.offload_active:
                 self._optimizer_state_to(self.device)
             self.optimizer.step()
             if self.offload_active:
                 self._optimizer_state_to(torch.device("cpu"))
-            self.weight_version += 1
-            self.step += 1
+            if guard:
+                signals["update_kl"] = self._update_kl(micro)
+                late = self.detector.check({"update_kl": signals["update_kl"]})
+                if late is not None and undo is not None:
+                    self._undo_update(undo)
+                    skipped = True
+                if late is not None:
+                    log.warning("collapse guard: %s%s", late.line(),
+                                "; the step's update was undone" if skipped else " (logged)")
+                spike = spike or late
+            if not skipped:
+                self.weight_version += 1
+                self.step += 1
         self.optimizer.zero_grad(set_to_none=True)
+        if guard:
+            self.last_spike = spike or self.last_spike
+            self.detector.record(signals, spike)
+            metrics.update(guard_metrics(self.detector, signals, spike, skipped and spike is not None,
+                                         self.optimizer.param_groups[0]["lr"]))
 
         n_seq_tokens = float(sum(len(s.tokens) for s in trained))
         elapsed = time.perf_counter() - t0

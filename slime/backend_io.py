@@ -19,8 +19,9 @@ from typing import Any
 
 import torch
 
-from slime.checkpoint import (OPTIMIZER_FILE, STATE_FILE, TrainerState, checkpoint_model_state, load_checkpoint,
-                              resolve_checkpoint_dir, restore_rng_state, save_checkpoint)
+from slime.checkpoint import (OPTIMIZER_FILE, STATE_FILE, TrainerState, checkpoint_model_state,
+                              find_latest_checkpoint, load_checkpoint, resolve_checkpoint_dir, restore_rng_state,
+                              save_checkpoint)
 
 
 #: a vision-language model folder's processor files, carried into checkpoints and exports
@@ -35,9 +36,9 @@ def processor_files(model_folder: str | os.PathLike | None) -> tuple[Path, ...]:
 
 
 class BackendIOMixin:
-    """Needs ``model``, ``optimizer``, ``tokenizer``, ``is_lora``, ``step``, ``weight_version``,
-    ``data_parallel``, ``offload_active`` and ``_optimizer_state_to`` from the class it is mixed
-    into; ``processor_files`` (the model folder's image-processor configs, copied into full-model
+    """Needs ``model``, ``optimizer``, ``trainable_parameters``, ``initial_weights``, ``tokenizer``,
+    ``is_lora``, ``step``, ``weight_version``, ``data_parallel``, ``offload_active`` and
+    ``_optimizer_state_to`` from the class it is mixed into; ``processor_files`` (the model folder's image-processor configs, copied into full-model
     checkpoints and exports so they serve images as the base did) is optional."""
 
     processor_files: tuple[Path, ...] = ()
@@ -108,6 +109,44 @@ class BackendIOMixin:
         self.weight_version = int(state.weight_version)
         self.step = int(state.step)
         return state
+
+    def restore_last_good(self, save_dir: str | os.PathLike | None,
+                          checkpoint: str | os.PathLike | None = None) -> dict[str, Any]:
+        """Go back to the last good weights: the newest checkpoint under ``save_dir``
+        (:func:`slime.checkpoint.find_latest_checkpoint`; weights and optimizer state, RNG left
+        alone), or, when there is none (or ``save_dir`` is None), the weights the run started with
+        (``initial_weights``, taken when the backend was built) with the optimizer state reset.
+
+        ``checkpoint`` names the checkpoint to restore instead of the newest (a rollback of serving
+        to an older version, :meth:`slime.ray_actors.TrainActor.restore_version`).
+
+        The learning rate in use is kept (a checkpoint's own is not restored; a collapse rollback
+        lowers it after this). ``step`` keeps its count and ``weight_version`` goes UP by one past
+        both the current and the checkpoint's version, so a version number is never reused.
+
+        Returns:
+            ``{"restored": checkpoint path or "initial", "step": ..., "weight_version": ...}``.
+
+        Raises:
+            FileNotFoundError / ValueError: the checkpoint does not load (see :meth:`load`).
+        """
+        version, step = int(self.weight_version), int(self.step)
+        lrs = [group["lr"] for group in self.optimizer.param_groups]
+        ckpt = Path(checkpoint) if checkpoint is not None else (find_latest_checkpoint(save_dir) if save_dir else None)
+        if ckpt is not None:
+            self.load(ckpt, restore_rng=False)
+            restored = str(ckpt)
+        else:
+            with torch.no_grad():
+                for p, w in zip(self.trainable_parameters, self.initial_weights):
+                    p.copy_(w)
+            self.optimizer.state.clear()  # AdamW starts its moments afresh
+            restored = "initial"
+        for group, lr in zip(self.optimizer.param_groups, lrs):
+            group["lr"] = lr
+        self.weight_version = max(version, int(self.weight_version)) + 1
+        self.step = step
+        return {"restored": restored, "step": self.step, "weight_version": self.weight_version}
 
     def export_weights(self, out_dir: str | os.PathLike) -> Path:
         """Write the current weights for the serving engine (``Engine.load_weights(path)``).

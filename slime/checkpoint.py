@@ -228,6 +228,18 @@ def find_latest_checkpoint(save_dir: str | os.PathLike) -> Path | None:
     return None
 
 
+def find_checkpoint_of_version(save_dir: str | os.PathLike, version: int) -> Path | None:
+    """The newest finished checkpoint under ``save_dir`` whose weights are weight version
+    ``version`` (its ``trainer_state.json``), or None."""
+    for p in reversed(_step_dirs(Path(save_dir))):
+        try:
+            if TrainerState.from_json((p / STATE_FILE).read_text()).weight_version == int(version):
+                return p
+        except (OSError, ValueError):
+            continue
+    return None
+
+
 def resolve_checkpoint_dir(path: str | os.PathLike) -> Path:
     """The checkpoint folder ``path`` names (itself, or a save folder's newest); FileNotFoundError."""
     p = Path(path)

@@ -70,7 +70,9 @@ class MetricsLogger:
         log.info("step %d %s", step, " ".join(f"{k}={numeric[k]:.4g}" for k in keys if k in numeric))
 
     def plot(self) -> Path | None:
-        """Write ``reward_loss.png`` (reward mean and loss per step); returns its path."""
+        """Write ``reward_loss.png`` (reward mean and loss per step; when the collapse guard
+        reported, a second row: grad norm, train/rollout log-prob gap and update KL per step, each
+        step's guard action shaded: skipped orange, rolled back red, paused grey); returns its path."""
         if not self.history:
             return None
         import matplotlib
@@ -78,17 +80,44 @@ class MetricsLogger:
         import matplotlib.pyplot as plt
 
         steps = [r["step"] for r in self.history]
-        fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
-        for ax, key in zip(axes, ("reward/mean", "loss")):
+        guarded = any("guard/action" in r for r in self.history)
+        fig, axes = plt.subplots(2 if guarded else 1, 2, figsize=(10, 7 if guarded else 3.5), squeeze=False)
+        for ax, key in zip(axes[0], ("reward/mean", "loss")):
             ax.plot(steps, [r.get(key, float("nan")) for r in self.history], marker="o", ms=3)
-            ax.set_xlabel("train step")
             ax.set_title(key)
+        if guarded:
+            self._plot_guard(axes[1], steps)
+        for ax in axes.flat:
+            ax.set_xlabel("train step")
             ax.grid(alpha=0.3)
         fig.tight_layout()
         path = self.run_dir / "reward_loss.png"
         fig.savefig(path, dpi=100)
         plt.close(fig)
         return path
+
+    def _plot_guard(self, axes, steps: list[int]) -> None:
+        """The collapse guard's row of :meth:`plot` (:mod:`slime.collapse_guard`)."""
+        series = {"grad norm (before clipping)": ("train/grad_norm",),
+                  "train/rollout log-prob gap and update KL (nats/token)": ("train/train_rollout_logprob_abs_diff",
+                                                                             "guard/update_kl")}
+        colors = {1: ("tab:orange", "skipped"), 2: ("tab:red", "rolled back"), 3: ("grey", "paused")}
+        for ax, (title, keys) in zip(axes, series.items()):
+            for key in keys:
+                values = [r.get(key, float("nan")) for r in self.history]
+                ax.plot(steps, [v if isinstance(v, (int, float)) and v > 0 else float("nan") for v in values],
+                        marker="o", ms=3, label=key)
+            ax.set_yscale("log")
+            shown = set()
+            for step, row in zip(steps, self.history):
+                action = int(row.get("guard/action", 0) or 0)
+                if action in colors:
+                    color, label = colors[action]
+                    ax.axvspan(step - 0.4, step + 0.4, color=color, alpha=0.3,
+                               label=None if label in shown else label)
+                    shown.add(label)
+            ax.set_title(title, fontsize=9)
+            ax.legend(fontsize=7)
 
     def close(self) -> Path | None:
         """Flush and close every sink; returns the plot path."""

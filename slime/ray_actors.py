@@ -27,6 +27,7 @@ from pathlib import Path
 import ray
 
 from slime.calls import call_sync
+from slime.collapse_guard import act_on_collapse
 from slime.checkpoint import RUN_CONFIG  # noqa: F401 (the run's config file; re-exported)
 from slime.fault_points import reached
 from slime.methods.registry import load_method_class
@@ -109,9 +110,25 @@ class RolloutManager:
         """Return samples of a failed step to the data source."""
         self.service.data_source.release(samples)
 
-    def publish_weights(self, path: str, version: int) -> int:
-        """Send new weights to serving; returns the served version."""
-        return self.service.publish_weights(path, version)
+    def publish_weights(self, path: str, version: int, gate: dict | None = None) -> int:
+        """Send new weights to serving (with the promotion gate's metrics of that version, which
+        the service may record); returns the served version."""
+        if gate is None:
+            return self.service.publish_weights(path, version)
+        return self.service.publish_weights(path, version, gate=gate)
+
+    def served_version(self) -> int | None:
+        """The version serving runs now, when the service can tell (its ``served_version()``)."""
+        fn = getattr(self.service, "served_version", None)
+        return fn() if fn is not None else None
+
+    def gate_data(self):
+        """The promotion gate's items (:class:`slime.promotion.GateData`): the service's
+        ``gate_data()``, or nothing to measure when the service has none."""
+        from slime.promotion import GateData
+
+        fn = getattr(self.service, "gate_data", None)
+        return fn() if fn is not None else GateData()
 
     def metrics(self) -> dict:
         """Current service counters."""
@@ -217,14 +234,49 @@ class TrainActor:
 
     def train_step(self, samples, step: int | None = None) -> dict:
         """One optimizer step per global batch of ``samples`` (train step ``step`` of the run, for
-        :func:`slime.fault_points.reached`); returns the last step's metrics."""
+        :func:`slime.fault_points.reached`); returns the last step's metrics.
+
+        When the collapse guard reports a collapse (``guard/collapse``,
+        :mod:`slime.collapse_guard`), ``--on-collapse rollback`` restores the last good weights
+        (:meth:`restore_last_good`) and lowers the learning rate; ``pause`` stops here with
+        ``guard/pause = 1`` in the metrics (the run loop then ends). Either way ``guard/event``
+        holds the one line that said so."""
         if step is not None:
             reached("train_step", step)
         gbs = self.cfg.global_batch_size or len(samples)
         metrics: dict = {}
         for i in range(0, len(samples), gbs):
             metrics = self.backend.train_step(samples[i:i + gbs])
+            if metrics.get("guard/collapse"):
+                metrics.update(act_on_collapse(self.backend, self.restore_last_good, step))
+                if metrics["guard/pause"]:
+                    break
         return metrics
+
+    def restore_last_good(self) -> dict:
+        """Restore the newest checkpoint under ``--save`` (weights and optimizer state), or the
+        weights the run started with when there is none (optimizer state reset); the step count and
+        ``weight_version`` keep counting up (:meth:`slime.backend.TrainingBackend.restore_last_good`).
+        Returns ``{"restored": path or "initial", "step": ..., "weight_version": ...}``."""
+        return self.backend.restore_last_good(self.cfg.save)
+
+    def restore_version(self, version: int) -> dict:
+        """Go back to the weights of served version ``version`` (serving was rolled back to it,
+        ``POST /admin/rollback``): its checkpoint under ``--save`` (weights and optimizer state), or
+        the weights the run started with when ``version`` is the one it started from; the step
+        count and ``weight_version`` keep counting up. Returns what
+        :meth:`slime.backend.TrainingBackend.restore_last_good` returns, plus ``"version"``.
+
+        Raises:
+            FileNotFoundError: no checkpoint holds ``version`` (e.g. pruned, or never saved).
+        """
+        from slime.checkpoint import find_checkpoint_of_version
+
+        ckpt = find_checkpoint_of_version(self.cfg.save, version) if self.cfg.save else None
+        if ckpt is None and version != self.backend.initial_version:
+            raise FileNotFoundError(f"no checkpoint of weight version {version} under {self.cfg.save}")
+        out = self.backend.restore_last_good(None, checkpoint=ckpt)
+        return {**out, "version": int(version)}
 
     def save(self, step: int, data_cursor=None) -> str:
         """Write ``<save>/checkpoint-<step>`` (the run's config in its trainer state); returns its path."""
@@ -235,6 +287,14 @@ class TrainActor:
     def weight_version(self) -> int:
         """The version of the trainer's current weights."""
         return self.backend.weight_version
+
+    def gate_measure(self, data, skip=frozenset()):
+        """Measure the current weights for the promotion gate
+        (:func:`slime.promotion.measure_version` on ``data``'s items not in ``skip``)."""
+        from slime.promotion import measure_version
+
+        return measure_version(self.backend, data, set(skip), canary_max_tokens=self.cfg.gate_canary_max_tokens,
+                               temperature=self.cfg.rollout_temperature, seed=self.cfg.seed)
 
     def export_weights(self) -> tuple[str, int]:
         """Export the current weights for serving to ``<save>/published/version-<N>``; returns

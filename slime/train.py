@@ -110,12 +110,14 @@ def train(cfg, logger: MetricsLogger | None = None) -> dict:
 
 
 def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
-    """The loop itself, for a config that passed :func:`check_run`; returns a summary dict."""
+    """The loop itself, for a config that passed :func:`check_run`; returns a summary dict
+    (``paused``: the collapse guard's line, when ``--on-collapse pause`` stopped training)."""
     import ray
     from ray.exceptions import RayActorError
 
     from slime.actor_death import ActorDied, actor_death_line
     from slime.methods.registry import load_method_class
+    from slime.promotion import GateFailureAction, GateThresholds, PromotionGate
     from slime.publish import Publisher
     from slime.ray_actors import RolloutManager, init_ray
     from slime.train_group import TrainGroup
@@ -134,7 +136,10 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
     working_step = start + 1
     t0 = time.time()
     try:
-        publisher = Publisher(trainer, manager, served=None if resume_step else 0)
+        publisher = Publisher(trainer, manager, served=None if resume_step else 0,
+                              gate=PromotionGate(cfg.promotion_gate, GateThresholds(
+                                  cfg.gate_logprob_margin, cfg.gate_max_nll_rise, cfg.gate_max_new_problems)),
+                              on_gate_failure=GateFailureAction(cfg.on_gate_failure))
         if resume_step is not None:  # serve the resumed weights: new turns and staleness count from them
             publisher.publish()
             summary["resumed_weight_version"] = trainer.weight_version()
@@ -157,6 +162,7 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
                 if method.prepares_samples():
                     samples = trainer.prepare_samples(samples)
                 samples, adv_metrics = method.compute_advantages(samples)
+                gate_metrics = publisher.before_step()  # the last good weights on the gate's new items
                 train_metrics = trainer.train_step(samples, rollout_id + 1)
             except Exception:
                 ray.get(manager.release.remote(rollout_samples))
@@ -164,22 +170,41 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
             step = rollout_id + 1
             ray.get(manager.mark_trained.remote(rollout_samples, step))  # dropped ones too: consumed
             cursor = max([s.source_id or 0 for s in rollout_samples] + ([cursor] if cursor is not None else []))
-            if cfg.save and ((cfg.save_interval and step % cfg.save_interval == 0) or last):
-                trainer.save(step, cursor)
-                saved_step = step
-            publish_metrics = publisher.publish()  # a failed publish is counted, never fatal
+            if train_metrics.get("guard/pause"):  # the collapse guard paused training: nothing saved or published
+                summary["paused"] = train_metrics.get("guard/event")
+                logger.log(step, {**trainer_metrics(train_metrics), **rollout_metrics, **admit_metrics,
+                                  **adv_metrics, "elapsed_s": time.time() - t0})
+                break
+            save_now = bool(cfg.save) and bool((cfg.save_interval and step % cfg.save_interval == 0) or last)
+
+            def save(step=step, cursor=cursor):  # a promoted version is checkpointed before it is served
+                nonlocal saved_step
+                if cfg.save and saved_step != step:
+                    trainer.save(step, cursor)
+                    saved_step = step
+
+            # gated (a rejected version is never exported); a failed publish is counted, never fatal
+            publish_metrics = {**gate_metrics, **publisher.publish(step, save if publisher.gating else None)}
+            if save_now or (publisher.paused and cfg.save):
+                save()
             rollout_metrics = {**rollout_metrics, **admit_metrics}
             summary["steps"] += 1
             summary["versions_published"] += publish_metrics["publish/ok"]
             summary["samples_trained"] += len(samples)
-            metrics = {**{f"train/{k}": v for k, v in train_metrics.items()}, **rollout_metrics, **adv_metrics,
+            metrics = {**trainer_metrics(train_metrics), **rollout_metrics, **adv_metrics,
                        "loss": train_metrics.get("loss", float("nan")), **publish_metrics,
                        "elapsed_s": time.time() - t0}
             logger.log(step, metrics)
+            if publisher.paused:
+                summary["paused"] = publisher.paused
+                break
             if not cfg.async_train and not last:
                 pending = manager.generate.remote(rollout_id + 1)
         summary["final_metrics"] = ray.get(manager.metrics.remote())
         summary["publish_failures"] = publisher.failures
+        if publisher.gate is not None:
+            summary["promotion_gate"] = {**publisher.gate.to_dict(), "rejected": publisher.rejected,
+                                         "versions": publisher.gate.history}
     except RayActorError as exc:  # an actor's process is gone (SIGKILL, OOM killer, crash): one line
         raise ActorDied(actor_death_line(exc, cfg, working_step)) from exc
     finally:
@@ -190,6 +215,12 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
         summary["plot"] = str(logger.close())
     summary["wall_s"] = round(time.time() - t0, 1)
     return summary
+
+
+def trainer_metrics(train_metrics: dict) -> dict:
+    """A train step's metrics as the run logs them: ``train/<name>``, except the collapse guard's
+    ``guard/*`` (:mod:`slime.collapse_guard`), which keep their names."""
+    return {(k if k.startswith("guard/") else f"train/{k}"): v for k, v in train_metrics.items()}
 
 
 def rollout_manager_options(cfg) -> dict:

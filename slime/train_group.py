@@ -100,6 +100,11 @@ class TrainGroup:
         """One optimizer step per global batch, each rank training its share; the metrics."""
         return self._all("train_step", samples, step)
 
+    def restore_last_good(self) -> dict:
+        """Every rank restores the last good weights (:meth:`slime.ray_actors.TrainActor.restore_last_good`);
+        ``{"restored": path or "initial", "step": ..., "weight_version": ...}``."""
+        return self._all("restore_last_good")
+
     def save(self, step: int, data_cursor=None) -> str:
         """The checkpoint of ``step`` (one folder, written by rank 0); its path."""
         return self._all("save", step, data_cursor)
@@ -107,6 +112,15 @@ class TrainGroup:
     def weight_version(self) -> int:
         """The version of the trainer's current weights."""
         return self._all("weight_version")
+
+    def restore_version(self, version: int) -> dict:
+        """:meth:`slime.ray_actors.TrainActor.restore_version` on every rank."""
+        return self._all("restore_version", version)
+
+    def gate_measure(self, data, skip=frozenset()):
+        """:meth:`slime.ray_actors.TrainActor.gate_measure` on every rank; the
+        :class:`slime.promotion.VersionMeasure`."""
+        return self._all("gate_measure", data, frozenset(skip))
 
     def export_weights(self) -> tuple[str, int]:
         """Export the weights for serving (one folder, written by rank 0); ``(path, version)``."""

@@ -30,7 +30,8 @@ class TurnType(enum.StrEnum):
 
 class TurnStatus(enum.StrEnum):
     """Life cycle of a stored turn: main turns go ``awaiting_next -> ready -> judging -> judged |
-    skipped`` (not trainable: verdict 0, no next state) ``-> claimed -> trained``; side turns stay
+    skipped`` (not trainable: verdict 0, no next state) ``-> claimed -> trained``, or ``claimed ->
+    held_out`` (kept from training for the promotion gate, :mod:`slime.promotion`); side turns stay
     ``side``."""
 
     AWAITING_NEXT = "awaiting_next"
@@ -40,13 +41,14 @@ class TurnStatus(enum.StrEnum):
     SKIPPED = "skipped"
     CLAIMED = "claimed"
     TRAINED = "trained"
+    HELD_OUT = "held_out"
     SIDE = "side"
 
 
 # the statuses under their short names (the store's and callers' spelling)
 AWAITING_NEXT, READY, CLAIMED, TRAINED, SIDE = (TurnStatus.AWAITING_NEXT, TurnStatus.READY, TurnStatus.CLAIMED,
                                                  TurnStatus.TRAINED, TurnStatus.SIDE)
-JUDGING, JUDGED, SKIPPED = TurnStatus.JUDGING, TurnStatus.JUDGED, TurnStatus.SKIPPED
+JUDGING, JUDGED, SKIPPED, HELD_OUT = TurnStatus.JUDGING, TurnStatus.JUDGED, TurnStatus.SKIPPED, TurnStatus.HELD_OUT
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,10 @@ TABLES: tuple[Table, ...] = (
                          Column("created_at", "REAL NOT NULL"))),
     Table("continuations", (Column("fingerprint", "TEXT PRIMARY KEY"), Column("session_id", "TEXT NOT NULL"),
                             Column("turn_id", "INTEGER NOT NULL"))),
+    # the weight versions the server served (openclaw_rl.server.versions)
+    Table("weight_versions", (Column("version", "INTEGER PRIMARY KEY"), Column("model_path", "TEXT NOT NULL"),
+                              Column("served_at", "REAL NOT NULL"), Column("gate_json", "TEXT"),
+                              Column("status", "TEXT NOT NULL"))),
 )
 
 #: the whole schema, derived from :data:`TABLES`

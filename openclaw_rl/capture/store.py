@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Iterable
 
-from openclaw_rl.capture.records import (ADDED_COLUMNS, AWAITING_NEXT, CLAIMED, JUDGED,  # noqa: F401 (re-exported)
-                                         JUDGING, READY, SCHEMA, SIDE, SKIPPED, TRAINED, TurnRecord, TurnStatus,
+from openclaw_rl.capture.records import (ADDED_COLUMNS, AWAITING_NEXT, CLAIMED, HELD_OUT,  # noqa: F401
+                                         JUDGED, JUDGING, READY, SCHEMA, SIDE, SKIPPED, TRAINED, TurnRecord, TurnStatus,
                                          TurnType, dumps as _dumps, insert_turn_sql, migrations,
                                          row_to_record as _row_to_record, turn_insert_values)
 
@@ -228,6 +228,47 @@ class TrajectoryStore:
         with self._tx() as db:
             db.executemany("UPDATE turns SET status=?, trained_step=? WHERE id=? AND status=?",
                            [(TRAINED, step, i, CLAIMED) for i in turn_ids])
+
+    def hold_out(self, turn_ids: Iterable[int]) -> None:
+        """Claimed turns are kept from training for the promotion gate (status ``held_out``)."""
+        with self._tx() as db:
+            db.executemany("UPDATE turns SET status=?, claimed_by=NULL WHERE id=? AND status=?",
+                           [(HELD_OUT, i, CLAIMED) for i in turn_ids])
+
+    def held_out_turns(self, limit: int) -> list[TurnRecord]:
+        """The ``limit`` most recent held-out turns, oldest first."""
+        with self._lock:
+            rows = self._db.execute("SELECT * FROM turns WHERE status=? ORDER BY id DESC LIMIT ?",
+                                    (HELD_OUT, limit)).fetchall()
+        return [_row_to_record(r) for r in reversed(rows)]
+
+    # ------------------------------------------------------------------ served weight versions
+    def record_version(self, version: int, model_path: str, gate_json: str, served_at: float) -> None:
+        """``version`` is served now (``served``); every other ``served`` one becomes ``superseded``."""
+        with self._tx() as db:
+            db.execute("UPDATE weight_versions SET status='superseded' WHERE status='served'")
+            db.execute("INSERT OR REPLACE INTO weight_versions VALUES (?, ?, ?, ?, 'served')",
+                       (int(version), model_path, served_at, gate_json))
+
+    def roll_back_versions(self, version: int) -> None:
+        """Serving went back to ``version``: it is ``served``, newer ones ``rolled_back``."""
+        with self._tx() as db:
+            db.execute("UPDATE weight_versions SET status='superseded' WHERE status='served'")
+            db.execute("UPDATE weight_versions SET status='rolled_back' WHERE version > ?", (version,))
+            db.execute("UPDATE weight_versions SET status='served' WHERE version = ?", (version,))
+
+    def versions(self) -> list[sqlite3.Row]:
+        """The ``weight_versions`` rows, newest first."""
+        with self._lock:
+            return self._db.execute("SELECT * FROM weight_versions ORDER BY version DESC").fetchall()
+
+    def turns_per_version(self) -> dict[int, dict[str, int]]:
+        """``{weight version: {"turns_sampled": main turns it sampled, "turns_trained": of those,
+        trained}}``."""
+        with self._lock:
+            rows = self._db.execute("SELECT weight_version, COUNT(*), SUM(status='trained') FROM turns "
+                                    "WHERE turn_type='main' GROUP BY weight_version").fetchall()
+        return {int(v): {"turns_sampled": n, "turns_trained": int(t or 0)} for v, n, t in rows}
 
     # ------------------------------------------------------------------ judging
     def claim_for_judging(self, limit: int, worker: str = "judge") -> list[TurnRecord]:

@@ -169,13 +169,15 @@ class Engine(abc.ABC):
         return out
 
     @abc.abstractmethod
-    def load_weights(self, source: str | Mapping[str, object], version: int | None = None) -> int:
+    def load_weights(self, source: str | Mapping[str, object], version: int | None = None,
+                     allow_older: bool = False) -> int:
         """Swap in new weights without pausing serving.
 
         Args:
             source: a full ``state_dict`` (name -> tensor), a Hugging Face model folder, or a peft
                 LoRA adapter folder (``adapter_config.json``; merged onto the base weights).
-            version: the new weight version; default current + 1. Must not go backwards.
+            version: the new weight version; default current + 1. Must not go backwards,
+                unless ``allow_older`` (a rollback to an earlier version, ``POST /admin/rollback``).
 
         Returns:
             The weight version now served to new requests. In-flight requests finish on the

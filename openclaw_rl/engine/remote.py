@@ -249,9 +249,10 @@ class RemoteEngine(Engine):
             if names[0].isdigit():
                 result.weight_version = int(names[0])
 
-    def load_weights(self, source: str | Mapping[str, object], version: int | None = None) -> int:
+    def load_weights(self, source: str | Mapping[str, object], version: int | None = None,
+                     allow_older: bool = False) -> int:
         with self._update_lock:
-            if version is not None and int(version) < self._version:
+            if version is not None and int(version) < self._version and not allow_older:
                 raise ValueError(f"weight version {version} is older than the served version {self._version}")
             folder = engine_weights_folder(source, self.model_folder)
             new_version = self._version + 1 if version is None else int(version)

@@ -168,13 +168,14 @@ class TransformersEngine(Engine):
             raise EngineError(str(exc)) from exc
         return constraint
 
-    def load_weights(self, source: str | Mapping[str, object], version: int | None = None) -> int:
-        if version is not None and int(version) < self._version:
+    def load_weights(self, source: str | Mapping[str, object], version: int | None = None,
+                     allow_older: bool = False) -> int:
+        if version is not None and int(version) < self._version and not allow_older:
             raise ValueError(f"weight version {version} is older than the served version {self._version}")
         new_model = self._materialise(source)
         with self._lock:
             new_version = self._version + 1 if version is None else int(version)
-            if new_version < self._version:
+            if new_version < self._version and not allow_older:
                 raise ValueError(f"weight version {new_version} is older than the served "
                                  f"version {self._version}")
             self._model, self._version = new_model, new_version

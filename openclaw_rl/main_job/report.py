@@ -83,15 +83,18 @@ def per_version(rows: list[tuple]) -> dict[int, dict]:
 
 
 def plot_learning(path: Path, versions: dict[int, dict], metrics: list[dict], heldout: dict,
-                  title: str) -> Path:
+                  title: str, quality: dict | None = None, nll: dict | None = None) -> Path:
     """Write the learning plot: per weight version the user's satisfaction during training and the
-    PRM's agreement with the truth; per train step the reward mean; the held-out satisfaction
-    before and after training as bars with their 95% intervals. Returns ``path``."""
+    PRM's agreement with the truth; per train step the reward mean and the promotion gate's
+    verdict (rejected steps marked); the held-out satisfaction before and after training as bars
+    with their 95% intervals; and, with ``quality`` / ``nll``
+    (:mod:`openclaw_rl.main_job.quality`), quality before and after: over-application and
+    degenerate-reply rates, distinct word pairs, the reference NLL's rise. Returns ``path``."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    fig, axes = plt.subplots(1, 4 if quality else 3, figsize=(19 if quality else 14, 4))
     xs = sorted(versions)
     ax = axes[0]
     ax.plot(xs, [versions[v]["satisfaction"] for v in xs], marker="o", label="user satisfied (training)")
@@ -106,6 +109,11 @@ def plot_learning(path: Path, versions: dict[int, dict], metrics: list[dict], he
     ax = axes[1]
     steps = [m["step"] for m in metrics]
     ax.plot(steps, [m.get("reward/mean", float("nan")) for m in metrics], marker="o", ms=3)
+    rejected = [m["step"] for m in metrics if m.get("gate/passed") == 0.0]
+    if rejected:
+        ax.scatter(rejected, [m.get("reward/mean", 0.0) for m in metrics if m.get("gate/passed") == 0.0],
+                   marker="x", color="red", s=60, zorder=3, label="version rejected by the gate")
+        ax.legend(fontsize=8)
     ax.set_xlabel("train step")
     ax.set_title("reward mean of trained samples")
     ax.grid(alpha=0.3)
@@ -117,6 +125,20 @@ def plot_learning(path: Path, versions: dict[int, dict], metrics: list[dict], he
     p = heldout["comparison"]["mcnemar"]["p_value"]
     ax.set_title(f"held-out satisfaction\n(n={heldout['before']['n']}, McNemar p={p:.3g})")
     ax.set_ylim(0, 1.05)
+    if quality:
+        ax = axes[3]
+        names = ["over-applied", "degenerate", "distinct pairs"]
+        keys = [("over_application", "rate"), ("any_problem", "rate"), ("distinct_pairs", "mean")]
+        for j, (when, color) in enumerate((("before", "#999999"), ("after", "#3a7dc9"))):
+            vals = [quality[when][k][v] for k, v in keys]
+            errs = [[val - quality[when][k]["ci95"][0] for val, (k, _) in zip(vals, keys)],
+                    [quality[when][k]["ci95"][1] - val for val, (k, _) in zip(vals, keys)]]
+            ax.bar([i + 0.4 * j for i in range(3)], vals, width=0.4, yerr=errs, capsize=4, color=color, label=when)
+        ax.set_xticks([i + 0.2 for i in range(3)], names)
+        ax.set_ylim(0, 1.05)
+        rise = f", reference NLL {nll['rise']:+.1%}" if nll and nll.get("rise") is not None else ""
+        ax.set_title(f"held-out quality{rise}")
+        ax.legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=100)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -34,6 +35,17 @@ def parse_main_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--eval-max-tokens", type=int, default=32, help="reply budget of held-out questions")
     p.add_argument("--lr", type=float, default=2e-3, help="LoRA learning rate")
     p.add_argument("--lora-rank", type=int, default=8)
+    p.add_argument("--kl-coef", type=float, default=0.1,
+                   help="KL penalty to the base policy (low_var_kl; 0 turns it off): keeps the policy from "
+                        "drifting into what only the reward likes")
+    p.add_argument("--promotion-gate", choices=("enforce", "log", "off"), default="enforce",
+                   help="check each new weight version before it is served (slime/promotion.py)")
+    p.add_argument("--on-gate-failure", choices=("continue", "pause"), default="continue",
+                   help="after a rejected version: train on from the last good weights, or stop training")
+    p.add_argument("--gate-holdout-every", type=int, default=8,
+                   help="hold every N-th judged turn out of training for the gate (0: none)")
+    p.add_argument("--trainer-args", default="",
+                   help="more trainer flags, appended as given (e.g. \"--custom-rm-path my_rm.py\")")
     p.add_argument("--prm-mode", default=None, help="PRM judge mode (default: the trainer's default)")
     p.add_argument("--concurrency", type=int, default=2, help="simulated users talking at once")
     p.add_argument("--no-reserve", action="store_true",
@@ -58,7 +70,11 @@ def trainer_argv(a: argparse.Namespace, base: str, out: Path) -> list[str]:
             "--num-judge-workers", "1", "--rollout-max-response-len", str(a.max_tokens),
             # the simulated user reacts to the reply it saw, cut or not (the preference shows in the
             # first words), so cut replies are trained, not masked (docs/learning.md)
-            "--truncated-replies", "train", *judge]
+            "--truncated-replies", "train", "--promotion-gate", a.promotion_gate,
+            "--on-gate-failure", a.on_gate_failure, "--gate-holdout-every", str(a.gate_holdout_every),
+            *(("--use-kl-loss", "--kl-loss-coef", str(a.kl_coef), "--kl-loss-type", "low_var_kl") if a.kl_coef > 0
+              else ()),
+            *judge, *shlex.split(a.trainer_args)]
 
 
 def _reserve(a, out: Path, test_q, pref) -> dict | None:
@@ -86,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from openclaw_rl.capture.store import TrajectoryStore
     from openclaw_rl.main_job.heldout import compare, measure
+    from openclaw_rl.main_job.quality import quality_summary, reference_nll
     from openclaw_rl.main_job.questions import question_sets
     from openclaw_rl.main_job.report import joined_turns, judge_report, per_version, plot_learning
     from openclaw_rl.main_job.traffic import traffic_counts
@@ -118,6 +135,11 @@ def main(argv: list[str] | None = None) -> int:
         after = measure(base, API_KEY, test_q, pref, a.eval_max_tokens, concurrency=a.concurrency)
         print(f"[main job] after: {after['rate']:.3f}; re-serving the checkpoint...", flush=True)
     reserved = _reserve(a, out, test_q, pref)
+    terms = pref.over_terms or pref.hint_terms
+    quality = {"before": quality_summary(before["replies"], terms), "after": quality_summary(after["replies"], terms),
+               "reserved": None if reserved is None else quality_summary(reserved["replies"], terms)}
+    ckpt = out / "ckpt" / "checkpoint-latest"
+    nll = reference_nll(a.model_path, ckpt if ckpt.exists() else None)
     store = TrajectoryStore(out / "rl_buffer")
     rows, unmatched = joined_turns(store, driver.truth)
     judges = judge_report(rows, pref.hint_terms)
@@ -126,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     metrics = [json.loads(line) for p in sorted((out / "logs").rglob("metrics.jsonl"))
                for line in p.read_text().splitlines()]
     plot = plot_learning(out / "learning.png", versions, metrics, heldout,
-                         f"{a.method} on {a.model_path}: {pref.instruction}")
+                         f"{a.method} on {a.model_path}: {pref.instruction}", quality=quality, nll=nll)
+    gate = summary.get("promotion_gate") or {}
     result = {**traffic_counts(store, a.method), "method": a.method, "preference": pref.name,
               "samples_trained": summary["samples_trained"], "steps": summary["steps"],
               "versions_published": summary["versions_published"], "failed_requests": driver.failed,
@@ -138,6 +161,12 @@ def main(argv: list[str] | None = None) -> int:
               "mcnemar": heldout["comparison"]["mcnemar"],
               "satisfaction_reserved": None if reserved is None else reserved["rate"],
               "satisfaction_reserved_ci95": None if reserved is None else reserved["ci95"],
+              "quality": quality, "reference_nll": nll,
+              "promotion_gate": {k: v for k, v in gate.items() if k != "versions"},
+              "gate_versions": gate.get("versions", []),
+              "gate_acceptance": (sum(v["passed"] for v in gate["versions"]) / len(gate["versions"])
+                                  if gate.get("versions") else None),
+              "paused": summary.get("paused"),
               "held_out_questions": len(test_q), "judge": judges, "unmatched_turns": unmatched,
               "per_version": versions, "plot": str(plot), "reward_loss_plot": summary.get("plot"),
               "buffer": str(store.path), "wall_s": round(time.time() - t0, 1)}

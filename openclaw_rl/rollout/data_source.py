@@ -42,6 +42,8 @@ class StoreDataSource:
             (the service gives turns imported as text their ids there); returns the turns.
         finite: offline data (nothing new arrives): :meth:`take` returns a short batch, possibly
             empty, once no turn is left that could still be judged trainable.
+        holdout_every: every judged turn whose id is a multiple of this (and whose reward is not
+            0) is held out of training for the promotion gate (``held_out``; 0: none).
 
     ``health_check``: optional callable run on every poll of :meth:`take`; what it raises (e.g.
     :class:`slime.plugin_failures.PluginFailureError` when too many judgements of a step failed)
@@ -49,8 +51,9 @@ class StoreDataSource:
     """
 
     def __init__(self, store: TrajectoryStore, max_staleness: int | None = None, poll_s: float = 0.2,
-                 prepare=None, finite: bool = False, processor=None):
+                 prepare=None, finite: bool = False, processor=None, holdout_every: int = 0):
         self.store, self.max_staleness, self.poll_s = store, max_staleness, poll_s
+        self.holdout_every = holdout_every
         self.processor = processor  # a vision-language policy's processor: turns with images
         self.prepare, self.finite = prepare, finite
         self.health_check = None
@@ -96,6 +99,10 @@ class StoreDataSource:
                 except (UntokenizedTurnError, ImageRecordError) as exc:
                     log.warning("dropping %s", exc)
                     self._drop(turn.id, "untokenized")
+                    continue
+                if self.holdout_every and sample.reward and turn.id % self.holdout_every == 0:
+                    self.store.hold_out([turn.id])  # the promotion gate's, never trained
+                    self.stats["held_out"] += 1
                     continue
                 staleness = self.current_version - sample.weight_version
                 if self.max_staleness is not None and staleness > self.max_staleness:

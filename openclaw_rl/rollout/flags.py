@@ -49,6 +49,10 @@ class OpenClawFlags:
     publish_retry_s: float = flag(60.0, "keep retrying a weight publish this many seconds while the server is "
                                   "unreachable (restarting); then the step's publish counts as failed "
                                   "(publish/failures) and training goes on", ge=0)
+    gate_holdout_every: int = flag(0, "hold every N-th judged turn (by turn id, verdict +1 or -1) out of "
+                                   "training for the promotion gate's check of the user's own replies (0: none; "
+                                   "make run uses 8)", ge=0)
+    gate_holdout_max: int = flag(8, "most recent held-out turns the promotion gate checks", ge=1)
     served_model_name: str = flag("policy", "model name the started server reports")
     session_idle_timeout: float = flag(600.0, "seconds of silence that end a session on the started server",
                                        gt=0)

@@ -41,7 +41,8 @@ def _message(r: httpx.Response) -> str:
 
 
 def post_weights(server_url: str, path: str, version: int, headers: dict | None = None, retry_s: float = 60.0,
-                 timeout_s: float = 600.0, on_retry: Callable[[int, str], None] | None = None) -> int:
+                 timeout_s: float = 600.0, on_retry: Callable[[int, str], None] | None = None,
+                 gate: dict | None = None) -> int:
     """Ask the server at ``server_url`` (no ``/v1``) to load the weights in ``path`` as ``version``.
 
     Args:
@@ -53,6 +54,8 @@ def post_weights(server_url: str, path: str, version: int, headers: dict | None 
         timeout_s: how long one attempt may take (loading a large model).
         on_retry: called with ``(attempt, reason)`` before each wait between attempts (tests
             restart the server there).
+        gate: the promotion gate's metrics of this version (``gate/*`` numbers), recorded by the
+            server in its version list (``GET /admin/versions``).
 
     Returns:
         The weight version the server now serves.
@@ -63,6 +66,8 @@ def post_weights(server_url: str, path: str, version: int, headers: dict | None 
     """
     url = f"{server_url}/admin/update_weights_from_disk"
     body = {"model_path": str(path), "weight_version": int(version)}
+    if gate:
+        body["gate"] = gate
     deadline = time.monotonic() + retry_s
     delay, attempt = FIRST_DELAY_S, 0
     while True:

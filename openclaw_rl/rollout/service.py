@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import logging
 import os
+
+import httpx
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from openclaw_rl.capture.text_turns import needs_ids, tokenize_untokenized_turns
 from openclaw_rl.rollout.data_source import StoreDataSource
 from openclaw_rl.rollout.devices import server_backend_args, server_device_args, server_env
 from openclaw_rl.rollout.flags import SERVER_SIDE_FLAGS, OpenClawFlags
+from openclaw_rl.rollout.gate_items import GateItems
 from openclaw_rl.rollout.judge_loop import JudgeLoop
 from openclaw_rl.rollout.prompt_rollout import DEFAULT_GENERATE
 from openclaw_rl.rollout.publish import post_weights
@@ -130,7 +133,7 @@ class OpenClawRolloutService:
                 "--default-temperature", str(cfg.rollout_temperature),
                 "--default-max-tokens", str(cfg.rollout_max_response_len),
                 "--session-idle-timeout", str(x.session_idle_timeout),
-                "--torch-threads", str(x.server_torch_threads),
+                "--torch-threads", str(x.server_torch_threads), "--no-resume-served-version",
                 *(("--admin-api-key", x.admin_api_key) if x.admin_api_key else ()),
                 "--weights-dir", str(published_dir(cfg)), *server_device_args(cfg),
                 *server_backend_args(cfg, str(log_dir)),
@@ -141,10 +144,11 @@ class OpenClawRolloutService:
         from openclaw_rl.models import resolve_model_path
         from openclaw_rl.vl_models import load_processor
 
+        processor = load_processor(resolve_model_path(cfg.model_path)) if cfg.model_path else None
         self.data_source = StoreDataSource(self.store, max_staleness=cfg.max_staleness,
                                            prepare=self.text_turns.ensure_ids, finite=bool(x.data_path),
-                                           processor=load_processor(resolve_model_path(cfg.model_path))
-                                           if cfg.model_path else None)
+                                           processor=processor, holdout_every=x.gate_holdout_every)
+        self.gate_items = GateItems(self.store, x.gate_holdout_max, processor)
         self.judge_loop = None
         if not cfg.prompt_data:  # prompt-dataset rollouts reward inside the rollout
             from slime.plugin_failures import FailureBudget
@@ -239,9 +243,28 @@ class OpenClawRolloutService:
             values["server_url"] = self.server_url
         return self.cfg.with_section_values("service", **values)
 
-    def publish_weights(self, path: str, version: int) -> int:
+    def served_version(self) -> int | None:
+        """The weight version the server serves now (``GET /healthz``), or None without a server
+        or when it does not answer; the data source's staleness counts from it."""
+        if not self.server_url:
+            return None
+        try:
+            version = int(httpx.get(f"{self.server_url}/healthz", timeout=30).json()["weight_version"])
+        except (httpx.HTTPError, ValueError, KeyError, TypeError):
+            return None
+        self.data_source.current_version = version
+        return version
+
+    def gate_data(self):
+        """The promotion gate's items (:class:`openclaw_rl.rollout.gate_items.GateItems`): held-out
+        turns, canary prompts, the reference set."""
+        return self.gate_items.data()
+
+    def publish_weights(self, path: str, version: int, gate: dict | None = None) -> int:
         """Send new weights to the serving engine (:func:`openclaw_rl.rollout.publish.post_weights`:
-        an unreachable server is retried for ``--publish-retry-s``); returns the version it now serves.
+        an unreachable server is retried for ``--publish-retry-s``), with the promotion gate's
+        metrics of the version (``gate``), which the server records in its version list;
+        returns the version it now serves.
 
         Raises:
             slime.errors.PublishFailed: the server refused the update (e.g. the folder vanished
@@ -253,7 +276,7 @@ class OpenClawRolloutService:
         reached("publish", version)  # a fault test may pull the folder away here (slime.fault_points)
         key = self.flags.admin_api_key or self.api_key
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        return post_weights(self.server_url, path, version, headers, retry_s=self.flags.publish_retry_s)
+        return post_weights(self.server_url, path, version, headers, retry_s=self.flags.publish_retry_s, gate=gate)
 
     def metrics(self) -> dict:
         """Judge counters, data-source counters and the backlog."""

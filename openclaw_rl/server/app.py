@@ -1,5 +1,6 @@
 """The FastAPI application: ``/v1/chat/completions`` (SSE streaming), ``/v1/models``, ``/healthz``,
-``/metrics`` (Prometheus) and ``/admin/update_weights_from_disk``.
+``/metrics`` (Prometheus), ``/admin/update_weights_from_disk``, ``/admin/versions`` and
+``/admin/rollback`` (:mod:`openclaw_rl.server.versions`).
 
 Follows the OpenAI Chat Completions API (https://platform.openai.com/docs/api-reference/chat)
 for requests, responses, stream chunks and errors.
@@ -15,9 +16,11 @@ import logging
 import time
 import uuid
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from prometheus_client import Gauge
 from pydantic import ValidationError
 
 from openclaw_rl.engine import EngineError
@@ -25,6 +28,7 @@ from openclaw_rl.server.chat import ChatEvent, ChatService
 from openclaw_rl.server.errors import APIError, error_body, install_error_handlers, validation_message
 from openclaw_rl.server.limits import DEFAULT_MAX_REQUEST_BYTES, BodyLimitMiddleware
 from openclaw_rl.server.protocol import ChatCompletionRequest
+from openclaw_rl.server.versions import VersionRegistry
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +103,8 @@ def admin_check(token: str, client_host: str, api_key: str | None, admin_api_key
 
 def create_app(service: ChatService, api_key: str | None = None, recorder=None, engine_close=None,
                max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, admin_api_key: str | None = None,
-               weights_dirs: tuple[str, ...] = ()) -> FastAPI:
+               weights_dirs: tuple[str, ...] = (), base_model_path: str | None = None,
+               resume_served_version: bool = True) -> FastAPI:
     """Build the app around a :class:`ChatService`.
 
     Args:
@@ -113,10 +118,33 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
         admin_api_key: the key of ``/admin/*`` (:func:`admin_check`).
         weights_dirs: when given, weight updates load only from folders under one of these
             (403 ``weights_path_not_allowed`` otherwise).
+        base_model_path: the folder of the model the server started with (version 0 of
+            ``GET /admin/versions``, the target of a rollback to it).
+        resume_served_version: on a store that recorded served versions, serve the last one again.
     """
+    versions = VersionRegistry(recorder.store if recorder else None)
+    # a restart on the same store serves again the version it served last (when its folder is
+    # still there and fits); otherwise the model it started with
+    resume = next((v for v in versions.list() if v.status == "served"), None) if resume_served_version else None
+    if resume is not None and (resume.version <= service.engine.weight_version or not Path(resume.model_path).is_dir()):
+        resume = None
+    if base_model_path and resume is None:
+        versions.record(service.engine.weight_version, base_model_path)
+    gate_gauge = Gauge("openclaw_served_version_gate", "the promotion gate's metrics of the served weight version "
+                       "(gate/* without the prefix)", ["metric"], registry=service.admission.registry)
 
     @asynccontextmanager
     async def lifespan(_app):
+        if resume is not None:
+            try:
+                await asyncio.to_thread(service.engine.load_weights, resume.model_path, resume.version)
+                log.info("serving weight version %d again (%s), as before the restart", resume.version,
+                         resume.model_path)
+            except (ValueError, OSError, EngineError) as exc:
+                log.warning("could not serve weight version %d again (%s); serving the model it started with",
+                            resume.version, exc)
+                if base_model_path:
+                    versions.record(service.engine.weight_version, base_model_path)
         sweeper = asyncio.create_task(recorder.sweep_idle_forever()) if recorder else None
         yield
         # graceful shutdown (:mod:`openclaw_rl.server.shutdown`): requests have ended by now
@@ -163,6 +191,10 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
         service.admission.weight_version.set(service.engine.weight_version)
+        served = await asyncio.to_thread(versions.get, service.engine.weight_version)
+        for name, value in (served.gate if served else {}).items():
+            if isinstance(value, (int, float)):
+                gate_gauge.labels(name.removeprefix("gate/")).set(value)
         return Response(generate_latest(service.admission.registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/healthz")
@@ -210,8 +242,16 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
             raise APIError(403, f"model_path {path!r} is not under the server's --weights-dir "
                            f"({', '.join(weights_dirs)})", type_="permission_error", param="model_path",
                            code="weights_path_not_allowed")
+        gate = body.get("gate")
+        if gate is not None and not isinstance(gate, dict):
+            raise APIError(400, "gate must be an object of the promotion gate's metrics", param="gate")
+        new_version = await _load(path, version)
+        await asyncio.to_thread(versions.record, new_version, path, gate)
+        return {"success": True, "weight_version": new_version}
+
+    async def _load(path: str, version: int | None, allow_older: bool = False) -> int:
         try:
-            new_version = await asyncio.to_thread(service.engine.load_weights, path, version)
+            return await asyncio.to_thread(service.engine.load_weights, path, version, allow_older)
         except (ValueError, OSError) as exc:
             # nothing was swapped: serving goes on with the old weights
             raise APIError(400, f"could not load weights: {exc}", param="model_path",
@@ -219,7 +259,43 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
         except EngineError as exc:  # an engine server refused or failed its reload (--backend vllm / sglang)
             raise APIError(502, f"the engine server failed to load the weights: {exc}", type_="server_error",
                            code="engine_update_failed") from exc
-        return {"success": True, "weight_version": new_version}
+
+    @app.get("/admin/versions", dependencies=[Depends(check_admin)])
+    async def list_versions():
+        """The served weight versions, newest first: folder, when served, the promotion gate's
+        metrics, status (``served`` / ``superseded`` / ``rolled_back``), and with capture the main
+        turns each sampled and how many of those were trained (:mod:`openclaw_rl.server.versions`)."""
+        rows = await asyncio.to_thread(versions.list)
+        turns = await asyncio.to_thread(recorder.store.turns_per_version) if recorder else {}
+        return {"object": "list", "serving": service.engine.weight_version,
+                "data": [VersionRegistry.to_json(v, turns.get(v.version, {"turns_sampled": 0, "turns_trained": 0})
+                                                 if recorder else None) for v in rows]}
+
+    @app.post("/admin/rollback", dependencies=[Depends(check_admin)])
+    async def rollback(request: Request):
+        """Serve an earlier version again: ``{"version": V}``. V's folder is loaded and checked
+        like any update (requests keep being served meanwhile) and served as version V; newer
+        versions are marked ``rolled_back``. 404 for a version never served here, 409 when its
+        folder is gone (pruned: ``--keep-versions``)."""
+        try:
+            body = json.loads(await request.body())
+            target = body["version"]
+            if not isinstance(target, int) or isinstance(target, bool) or target < 0:
+                raise TypeError("version must be a non-negative integer")
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+            raise APIError(400, f"expected {{'version': int}}: {exc}", param="version") from exc
+        info = await asyncio.to_thread(versions.get, target)
+        if info is None:
+            known = [v.version for v in await asyncio.to_thread(versions.list)]
+            raise APIError(404, f"weight version {target} was never served here (known: {known})",
+                           param="version", code="version_not_found")
+        if not Path(info.model_path).exists() and not info.model_path.startswith("builtin:"):
+            raise APIError(409, f"the folder of weight version {target} is gone ({info.model_path}); keep more "
+                           "versions with --keep-versions", param="version", code="version_pruned")
+        served = await _load(info.model_path, target, allow_older=True)
+        await asyncio.to_thread(versions.rolled_back_to, served)
+        log.warning("rolled back: serving weight version %d (%s)", served, info.model_path)
+        return {"success": True, "weight_version": served}
 
     @app.post("/v1/chat/completions", dependencies=[Depends(check_key)])
     async def chat_completions(request: Request):

@@ -51,6 +51,7 @@ class ServerConfig:
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     insecure_no_auth: bool = False
     grammar_warmup: bool = True
+    resume_served_version: bool = True
     admin_api_key: str | None = None
     weights_dir: tuple[str, ...] = ()
     max_running_requests: int = DEFAULT_MAX_RUNNING
@@ -163,6 +164,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "--no-grammar-warmup or env OPENCLAW_GRAMMAR_WARMUP=0 saves ~4 s of CPU at start and "
                         "~100 MB when tool_choice is never forced: the first forced call then builds them, "
                         "off the event loop)")
+    p.add_argument("--resume-served-version", action=argparse.BooleanOptionalAction, default=True,
+                   help="with --enable-rl-intercept, a restart on the same --rl-buffer-dir serves again the weight "
+                        "version it served last (GET /admin/versions), when its folder is still there; "
+                        "--no-resume-served-version starts from --model-path (a training job's server: the trainer "
+                        "publishes what it resumes from)")
     p.add_argument("--insecure-no-auth", action="store_true",
                    help="allow a non-loopback --host without --api-key (anyone reaching the port can use the model "
                         "and its /admin endpoints)")

@@ -93,7 +93,7 @@ def test_unknown_args():
         (["--eps-clip", "-0.1"], "--eps-clip must be > 0"),
         (["--rollout-max-context-len", "1"], "--rollout-max-context-len must be >= 2"),
         (["--truncated-replies", "keep"], "invalid choice"),
-        (["--keep-published-versions", "0"], "--keep-published-versions must be >= 1"),
+        (["--keep-published-versions", "0"], "--keep-versions must be >= 1"),
         (["--kl-loss-type", "k4"], "--kl-loss-type 'k4' is unknown"),
         (["--advantage-estimator", "magic"], "invalid choice"),
         (["--rollout-batch-size", "4", "--global-batch-size", "3", "--micro-batch-size", "1"], "not divisible by --global-batch-size"),

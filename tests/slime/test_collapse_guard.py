@@ -1,0 +1,225 @@
+"""The trainer's collapse guard (slime.collapse_guard): the spike detector, the skipped step, the
+undone update, the rollback to the last good checkpoint and the pause. Each test fails without
+the guard it checks (the "off" controls show what happens then)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from slime.arguments import parse_args
+from slime.backend import TrainingBackend
+from slime.checkpoint import OPTIMIZER_FILE, find_latest_checkpoint
+from slime.collapse_guard import ACTIONS, GuardPolicy, SpikeDetector, act_on_collapse
+from slime.sample import Sample
+
+TINY_QWEN3 = "builtin:tiny-qwen3"
+PROMPT = [151644, 872, 198, 9707, 0, 151645, 198, 151644, 77091, 198]
+REPLY = [9707, 1879, 0, 9707, 1879, 0]
+
+
+# ------------------------------------------------------------------------------------- detector
+def _detector(**kw) -> SpikeDetector:
+    return SpikeDetector(GuardPolicy(**{"spike_factor": 5.0, "spike_window": 4, "spike_min_history": 3,
+                                        "max_spikes": 2, **kw}))
+
+
+def _feed(detector: SpikeDetector, values: list[dict]) -> list:
+    spikes = []
+    for v in values:
+        spike = detector.check(v)
+        detector.record(v, spike)
+        spikes.append(spike)
+    return spikes
+
+
+def test_a_value_far_above_the_median_of_its_history_is_a_spike():
+    d = _detector()
+    assert _feed(d, [{"grad_norm": g} for g in (3.0, 5.0, 4.0)]) == [None] * 3
+    assert d.check({"grad_norm": 19.0}) is None  # 19 < 5 x median 4
+    spike = d.check({"grad_norm": 2243.0})
+    assert spike.signal == "grad_norm" and spike.value == 2243.0 and spike.baseline == 4.0
+    assert "x561" in spike.line()
+
+
+def test_grad_norm_needs_history_and_update_kl_is_judged_from_the_first_step():
+    d = _detector()
+    assert d.check({"grad_norm": 1e6, "logprob_gap": 50.0}) is None  # no scale of their own yet
+    spike = d.check({"update_kl": 0.9})  # above 5 x its floor 0.1 at once
+    assert spike.signal == "update_kl" and spike.baseline == 0.1
+    assert d.check({"update_kl": 0.3}) is None
+
+
+def test_floors_keep_tiny_values_from_tripping():
+    d = _detector()
+    _feed(d, [{"logprob_gap": 1e-4}] * 3)
+    assert d.check({"logprob_gap": 0.4}) is None  # 4000 x the median, but under 5 x the floor 0.1
+    assert d.check({"logprob_gap": 0.6}).signal == "logprob_gap"
+
+
+def test_non_finite_values_spike_and_never_enter_the_history():
+    d = _detector()
+    for bad in (float("nan"), float("inf")):
+        assert d.check({"grad_norm": bad}).signal == "grad_norm"
+    _feed(d, [{"grad_norm": float("nan")}])
+    assert not d.history["grad_norm"]
+
+
+def test_repeated_spikes_within_the_window_are_a_collapse():
+    d = _detector()
+    _feed(d, [{"update_kl": 0.01}] * 3)
+    _feed(d, [{"update_kl": 5.0}])
+    assert d.spikes == 1 and not d.collapsed()
+    _feed(d, [{"update_kl": 0.01}] * 3 + [{"update_kl": 5.0}])  # the first spike left the window of 4
+    assert d.spikes == 1 and not d.collapsed()
+    _feed(d, [{"update_kl": 5.0}])
+    assert d.spikes == 2 and d.collapsed()
+    assert list(d.history["update_kl"]) == [0.01] * 3 + [0.01]  # spikes did not raise the baseline
+    d.forget_spikes()
+    assert not d.collapsed()
+
+
+# ------------------------------------------------------------------------------------- backend
+#: a healthy learning rate for the tiny model (updates move it by ~0.01-0.2 nats per token) and one
+#: that breaks it at once (~250 nats per token: 1000 times as far, whatever the machine)
+GOOD_LR, BREAKING_LR = 1e-4, 1e-1
+
+
+def _backend(*extra: str, lr: float = GOOD_LR) -> TrainingBackend:
+    """The tiny Qwen3 model trained with full weights (float32, CPU)."""
+    return TrainingBackend(parse_args(["--rollout-batch-size", "1", "--model-path", TINY_QWEN3, "--lr", str(lr),
+                                       *extra]))
+
+
+def _sample(advantage: float = 1.0) -> Sample:
+    return Sample(tokens=PROMPT + REPLY, response_length=len(REPLY), rollout_log_probs=[0.0] * len(REPLY),
+                  advantages=[advantage] * len(REPLY), weight_version=0)
+
+
+def _trainable(backend) -> list[torch.Tensor]:
+    return [p.detach().clone() for p in backend.trainable_parameters]
+
+
+def _same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
+    return all(torch.equal(x, y) for x, y in zip(a, b))
+
+
+def _optimizer_tensors(state_dict: dict) -> list[torch.Tensor]:
+    return [v for s in state_dict["state"].values() for k, v in sorted(s.items()) if torch.is_tensor(v)]
+
+
+def _huge_gradient_batch_after_three_normal_steps(*extra: str):
+    backend = _backend(*extra)
+    for _ in range(3):
+        m = backend.train_step([_sample(1.0)])
+        assert m["skipped"] == 0.0
+    weights, version = _trainable(backend), backend.weight_version
+    exp_avg = [t.clone() for t in _optimizer_tensors(backend.optimizer.state_dict())]
+    m = backend.train_step([_sample(1e5)])  # the same reply, advantage 1e5: a 1e5-times gradient
+    return backend, m, weights, version, exp_avg
+
+
+@pytest.mark.parametrize("mode", ["on", "off"])
+def test_a_huge_gradient_step_is_skipped_and_the_weights_stay(mode):
+    backend, m, weights, version, exp_avg = _huge_gradient_batch_after_three_normal_steps("--collapse-guard", mode)
+    if mode == "off":  # without the guard the step is taken (what the "on" case must prevent)
+        assert m["skipped"] == 0.0 and backend.weight_version == version + 1
+        assert not _same(_trainable(backend), weights)
+        return
+    assert m["guard/spike"] == 1.0 and m["guard/spike_grad_norm"] == 1.0 and m["skipped"] == 1.0
+    assert m["guard/spike_value"] == pytest.approx(m["grad_norm"]) and m["guard/spike_value"] > 1e3 * m[
+        "guard/spike_baseline"]
+    assert m["guard/action"] == ACTIONS.index("skipped") and m["guard/update_kl"] == 0.0  # no update was made
+    assert backend.weight_version == version and m["weight_version"] == version
+    assert _same(_trainable(backend), weights)
+    assert _same(_optimizer_tensors(backend.optimizer.state_dict()), exp_avg)
+    assert all(p.grad is None for p in backend.trainable_parameters)
+
+
+@pytest.mark.parametrize("mode", ["on", "off"])
+def test_an_update_that_moves_the_policy_too_far_is_undone(mode):
+    backend = _backend("--collapse-guard", mode, lr=BREAKING_LR)  # the first update already breaks it
+    weights = _trainable(backend)
+    m = backend.train_step([_sample(1.0)])
+    if mode == "off":
+        assert "guard/update_kl" not in m and backend.weight_version == 1 and not _same(_trainable(backend), weights)
+        return
+    assert m["guard/spike_update_kl"] == 1.0 and m["guard/update_kl"] > 0.5 and m["skipped"] == 1.0
+    assert backend.weight_version == 0 and _same(_trainable(backend), weights)
+    assert not backend.optimizer.state  # AdamW's moments as they were: none yet
+    assert m["guard/update_kl"] > 100 * 0.5  # far beyond the first-step ceiling (5 x the floor 0.1)
+
+
+def test_log_mode_detects_but_does_not_act():
+    backend, m, weights, version, _ = _huge_gradient_batch_after_three_normal_steps("--collapse-guard", "log")
+    assert m["guard/spike"] == 1.0 and m["skipped"] == 0.0 and backend.weight_version == version + 1
+    assert m["guard/collapse"] == 0.0
+
+
+# ------------------------------------------------------------------------------------- rollback
+def _collapse(backend, steps: int = 2) -> dict:
+    """Make ``steps`` updates spike by raising the learning rate to BREAKING_LR (each is undone)."""
+    lrs = [g["lr"] for g in backend.optimizer.param_groups]
+    for g in backend.optimizer.param_groups:
+        g["lr"] = BREAKING_LR
+    for _ in range(steps):
+        m = backend.train_step([_sample(1.0)])
+    for g, lr in zip(backend.optimizer.param_groups, lrs):
+        g["lr"] = lr
+    return m
+
+
+def test_repeated_spikes_roll_back_to_the_checkpoint_weights_and_optimizer_and_lower_the_lr(tmp_path):
+    backend = _backend()
+    for _ in range(2):
+        backend.train_step([_sample(1.0)])
+    ckpt = backend.save(tmp_path, step=2)
+    saved_weights = _trainable(backend)
+    saved_optimizer = torch.load(ckpt / OPTIMIZER_FILE, weights_only=True)
+    for _ in range(2):  # good steps after the checkpoint: the weights and optimizer move on
+        backend.train_step([_sample(-1.0)])
+    assert not _same(_trainable(backend), saved_weights)
+    version = backend.weight_version
+
+    m = _collapse(backend)
+    assert m["guard/collapse"] == 1.0
+    out = act_on_collapse(backend, lambda: backend.restore_last_good(tmp_path), step=7)
+    assert out["guard/rollback"] == 1.0 and out["guard/pause"] == 0.0
+    assert out["guard/action"] == ACTIONS.index("rolled_back")
+    assert out["guard/lr"] == pytest.approx(GOOD_LR / 2) and backend.optimizer.param_groups[0]["lr"] == out["guard/lr"]
+    assert str(find_latest_checkpoint(tmp_path)) in out["guard/event"] and "lr 0.0001 -> 5e-05" in out["guard/event"]
+    assert "update_kl" in out["guard/event"] and "at step 7" in out["guard/event"]
+    assert _same(_trainable(backend), saved_weights)
+    assert _same(_optimizer_tensors(backend.optimizer.state_dict()), _optimizer_tensors(saved_optimizer))
+    assert backend.weight_version == version + 1 and backend.step == 4  # counting on, never reused
+    assert not backend.detector.collapsed()  # spikes are counted afresh
+    m = backend.train_step([_sample(1.0)])  # and training goes on from there
+    assert m["skipped"] == 0.0 and backend.weight_version == version + 2
+
+
+def test_without_a_checkpoint_the_initial_weights_come_back_with_a_fresh_optimizer():
+    backend = _backend()
+    initial = _trainable(backend)
+    for _ in range(2):
+        backend.train_step([_sample(1.0)])
+    assert not _same(_trainable(backend), initial)
+    info = backend.restore_last_good(None)
+    assert info == {"restored": "initial", "step": 2, "weight_version": 3}
+    assert _same(_trainable(backend), initial) and not backend.optimizer.state
+
+
+def test_pause_changes_nothing_and_says_so():
+    backend = _backend("--on-collapse", "pause")
+    backend.train_step([_sample(1.0)])
+    weights, version = _trainable(backend), backend.weight_version
+    assert _collapse(backend)["guard/collapse"] == 1.0
+
+    def no_restore():
+        raise AssertionError("pause must not restore")
+
+    out = act_on_collapse(backend, no_restore, step=3)
+    assert out["guard/pause"] == 1.0 and out["guard/action"] == ACTIONS.index("paused")
+    assert "training paused" in out["guard/event"] and math.isclose(backend.optimizer.param_groups[0]["lr"], GOOD_LR)
+    assert _same(_trainable(backend), weights) and backend.weight_version == version

