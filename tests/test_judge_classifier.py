@@ -15,7 +15,8 @@ from openclaw_rl.judges.feedback_corpus import LANGUAGES, generate, split
 from openclaw_rl.judges.modes import build_backend, describe_prm_choice
 from openclaw_rl.judges.prompts import JudgeInput, judge_input_for_turn
 from openclaw_rl.judges.tool_signals import canonical_call, tool_verdict
-from openclaw_rl.preferences import PREFERENCES
+from openclaw_rl.preferences import PREFERENCES, _quality_corrections
+from slime.behaviour import Problem
 
 
 def _call(name, **args):
@@ -63,6 +64,9 @@ def test_the_main_jobs_feedback_is_judged_right(judge, name):
         assert _verdict(judge, JudgeInput("reply", text, "user", None, pref.instruction)) == -1, text
     for text in pref.praises:
         assert _verdict(judge, JudgeInput("reply", text, "user", None, pref.instruction)) == 1, text
+    for problem in [*(p.value for p in Problem), "no_answer"]:  # a reply that keeps the rule but is unusable
+        for text in _quality_corrections(problem, pref.over_terms):
+            assert _verdict(judge, JudgeInput("reply", text, "user", None, pref.instruction)) == -1, text
 
 
 @pytest.mark.parametrize("text", ["Nein, das ist falsch.", "No, eso está mal.", "Non, c'est faux.", "不对，错了。"])
