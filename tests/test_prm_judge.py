@@ -34,6 +34,8 @@ def _turn(next_state="Thanks!", role="user", **kw) -> TurnRecord:
     ("Score: 1 ... on second thought Score: -1", -1), ("Score: -1\nFinal: \\boxed{0}", 0),
     ("-1", -1), (" 1 ", 1), ("Score: 7", None), ("Score: 10", None), ("I am not sure.", None),
     ("", None), (None, None), ("The answer has 3 parts", None), ("Score: maybe", None),
+    ("\\boxed{\\text{-1}}", -1), ("\\boxed{{0}}", 0), ("Verdict: -1", -1), ("Reasoning first.\n**-1**", -1),
+    ("The user moved on.\n+1.", 1), ("It is fine.\n2", None), ("Final answer: \\boxed{+1}", 1),
 ])
 def test_parse_verdict(text, expected):
     assert parse_verdict(text) == expected
@@ -62,10 +64,11 @@ def test_judge_messages_show_output_tool_calls_and_next_state_role():
     msgs = build_judge_messages("<think>hidden</think><tool_call>\n{}\n</tool_call>", "[tool c1] Error: no file",
                                 "tool", calls, "read a.txt")
     body = msgs[-1]["content"]
-    assert 'read({"path": "a.txt"})' in body and "a tool result" in body and "Error: no file" in body
-    assert "hidden" not in body and "<tool_call>" not in body and "Score: -1" in body
+    assert 'read({"path": "a.txt"})' in body and "## Next state [role: tool]" in body and "Error: no file" in body
+    assert "hidden" not in body and "<tool_call>" not in body and "\\boxed{-1}" in body
+    assert "## Assistant output" in body and "\\boxed{}" in msgs[0]["content"]  # the reference layout
     body = judge_messages_for_turn(_turn())[-1]["content"]
-    assert "What is 2+2?" in body and "2+2 is 4." in body and "the user's reply" in body
+    assert "What is 2+2?" in body and "2+2 is 4." in body and "## Next state [role: user]" in body
     with pytest.raises(ValueError, match="no next state"):
         judge_messages_for_turn(_turn(next_state=None))
 
