@@ -727,7 +727,62 @@ _MORE_REPORTS: dict[str, dict[int, dict[str, tuple[str, ...]]]] = {
            "away": ("我下班了，明天再聊", "先吃饭，回头说", "我去开会了")}},
 }
 
-for _lang, _labels in [*_MORE_SLOTS.items(), *_MORE.items(), *_MORE_SHORT.items(), *_MORE_REPORTS.items()]:
+#: everyday outcomes, choices and short corrections outside software
+_MORE_EVERYDAY: dict[str, dict[int, dict[str, tuple[str, ...]]]] = {
+"en": {
+ 1: {"worked": ("connected", "it synced", "it printed", "the upload finished", "download done", "it booted",
+                "installed and running", "logged in fine", "the alarm is set", "payment went through",
+                "the refund came in", "the invite went out", "calendar updated", "the bug is gone",
+                "the graph looks right now", "numbers tie out", "it's fixed on my end", "all set",
+                "done and dusted", "sorted", "good to go", "mission accomplished", "nailed it, it runs",
+                "cake turned out great", "the plant is thriving", "the meeting went well", "he loved the gift",
+                "she said yes", "we got the apartment", "they accepted the quote", "passed the exam"),
+     "agree": ("that one it is", "I'll go with that", "decided: the first option", "taking the blue one",
+               "let's do it your way", "fine by me", "works for me", "deal", "settled then", "ok, that's the plan",
+               "yep, ordering now", "booking that", "sending it as is", "using your version", "keeping it"),
+     "builds_on": ("cool, now the dessert", "next the guest list", "and for the kids' room?", "now the cover letter",
+                   "same for my sister's birthday", "next stop: Lisbon", "how about the return flight?",
+                   "now translate it for my grandma", "can you turn that into a checklist?", "let's schedule it",
+                   "now add it to my calendar", "ok, and the budget for it?"),
+     "emoji": ("🙂👍", "🤝", "👏👏", "🥰", "🙏 perfect", "✨"),
+     "thanks": ("legend, thanks", "thanks, that helps a lot", "appreciate the help", "thank you kindly",
+                "many thanks", "thanks, very useful", "cheers for that", "brilliant, ta")},
+ -1: {"terse": ("other way", "wrong sheet", "wrong tab", "wrong date", "for 4 people", "in blue", "by Friday",
+                "the 2023 one", "the PDF one", "Monday, not Tuesday", "nope, Q3", "the big one", "not that one",
+                "the previous version", "the new one please", "20, not 12", "you missed one", "one more", "too many",
+                "too few", "too much", "still too long", "still slow"),
+      "explicit": ("That's not true.", "That's a myth.", "You're thinking of a different city.", "That was last year.",
+                   "It doesn't exist anymore.", "That's closed now.", "The price is wrong.", "That's way too expensive.",
+                   "That's in the wrong currency.", "Those aren't my dates.", "You booked the wrong day.",
+                   "You sent it to the wrong person.", "You deleted the wrong one.", "That's not my address."),
+      "negated_praise": ("Not great.", "Not the best.", "Not really helpful.", "not impressed", "meh, not it",
+                         "Hardly an improvement."),
+      "polite_redo": ("Could you try a different approach?", "Could you do it for 4 people instead?",
+                      "Please make it more specific.", "Can you be more precise?", "Could you simplify the steps?",
+                      "Mind doing it again with the right dates?")},
+ 0: {"away": ("dinner time, bbl", "gotta feed the dog", "hold that thought", "driving, later", "at the gym, later",
+              "my train is here", "I'll decide later", "let me ask my wife"),
+     "ambiguous": ("what would you pick?", "is that expensive?", "how big is it?", "is it safe?", "does it matter?",
+                   "what's the catch?", "how do you know?", "hmm, not sure yet"),
+     "new_topic": ("what should I cook tonight?", "any tips for sleeping better?", "how do I fix a squeaky door?",
+                   "what's trending on the news?", "recommend a podcast?")},
+},
+"de": {1: {"worked": ("verbunden", "synchronisiert", "gedruckt", "Upload fertig", "Zahlung ging durch", "passt, erledigt"),
+           "agree": ("nehme ich", "machen wir so", "klingt gut", "einverstanden, buche ich")},
+       -1: {"terse": ("falsches Blatt", "falscher Tag", "für 4 Personen", "bis Freitag", "zu viele", "zu teuer")}},
+"es": {1: {"worked": ("conectado", "sincronizado", "impreso", "subida terminada", "el pago se hizo", "hecho, listo"),
+           "agree": ("me quedo con esa", "lo hacemos así", "suena bien", "de acuerdo, lo reservo")},
+       -1: {"terse": ("hoja equivocada", "día equivocado", "para 4 personas", "para el viernes", "demasiados", "muy caro")}},
+"fr": {1: {"worked": ("connecté", "synchronisé", "imprimé", "envoi terminé", "le paiement est passé", "c'est fait"),
+           "agree": ("je prends celle-là", "on fait comme ça", "ça me va", "d'accord, je réserve")},
+       -1: {"terse": ("mauvaise feuille", "mauvais jour", "pour 4 personnes", "pour vendredi", "trop", "trop cher")}},
+"zh": {1: {"worked": ("连上了", "同步好了", "打印好了", "上传完成", "付款成功", "搞定"),
+           "agree": ("就要这个", "就这么办", "听起来不错", "好的，我订了")},
+       -1: {"terse": ("表格不对", "日期不对", "四个人的", "周五之前", "太多了", "太贵了")}},
+}
+
+for _lang, _labels in [*_MORE_SLOTS.items(), *_MORE.items(), *_MORE_SHORT.items(), *_MORE_REPORTS.items(),
+                       *_MORE_EVERYDAY.items()]:
     for _label, _styles in _labels.items():
         for _style, _extra in _styles.items():
             _T[_lang][_label][_style] = _T[_lang][_label].get(_style, ()) + _extra
