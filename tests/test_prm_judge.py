@@ -64,11 +64,10 @@ def test_judge_messages_show_output_tool_calls_and_next_state_role():
     msgs = build_judge_messages("<think>hidden</think><tool_call>\n{}\n</tool_call>", "[tool c1] Error: no file",
                                 "tool", calls, "read a.txt")
     body = msgs[-1]["content"]
-    assert 'read({"path": "a.txt"})' in body and "## Next state [role: tool]" in body and "Error: no file" in body
-    assert "hidden" not in body and "<tool_call>" not in body and "\\boxed{-1}" in body
-    assert "## Assistant output" in body and "\\boxed{}" in msgs[0]["content"]  # the reference layout
+    assert 'read({"path": "a.txt"})' in body and "a tool result" in body and "Error: no file" in body
+    assert "hidden" not in body and "<tool_call>" not in body and "Score: -1" in body
     body = judge_messages_for_turn(_turn())[-1]["content"]
-    assert "What is 2+2?" in body and "2+2 is 4." in body and "## Next state [role: user]" in body
+    assert "What is 2+2?" in body and "2+2 is 4." in body and "the user's reply" in body
     with pytest.raises(ValueError, match="no next state"):
         judge_messages_for_turn(_turn(next_state=None))
 

@@ -13,8 +13,8 @@ Modes and how ``auto`` picks one: :mod:`openclaw_rl.judges.modes`.
   default the policy's base model). Two modes:
 
   - ``"logprob"``: no free generation. One forward pass over the judge prompt (its KV cache
-    reused), then one small forward pass per verdict reply (``\\boxed{1}``, ``\\boxed{-1}``,
-    ``\\boxed{0}``, each followed by the end-of-turn token) gives each reply's log-probability;
+    reused), then one small forward pass per verdict reply (``Score: 1``, ``Score: -1``,
+    ``Score: 0``, each followed by the end-of-turn token) gives each reply's log-probability;
     the three are normalised into ``probs``. Votes are the argmax repeated ``n`` times
     (``vote="argmax"``, default) or ``n`` draws from ``probs`` with a generator seeded from
     ``seed`` and the prompt (``vote="sample"``), so the same prompt always gets the same votes.

@@ -31,6 +31,7 @@ classifier`` and ``docs/judges.md``.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import re
@@ -222,8 +223,6 @@ _LOAD_LOCK = threading.Lock()
 def load_classifier(recipe: dict = RECIPE) -> FeedbackClassifier:
     """The classifier of ``recipe``: from the cache, else trained now and cached (atomic write, so
     concurrent first uses are safe; seconds on one core). Loaded once per process."""
-    import fcntl
-
     import torch
 
     path = classifier_path(recipe)

@@ -10,8 +10,8 @@ mode             how the verdict is made
 ``hybrid``       ``lexical`` where a cue decides, ``prototype`` for cue-less user next states
 ``prototype``    nearest labelled prototype in the judge model's hidden space (:mod:`.prototype`)
 ``channel``      noisy channel: ``log P(next state | verdict statement)`` (:mod:`.channel`)
-``logprob``      log-probability of each ``\\boxed{v}`` reply to the judge prompt (:mod:`.backends`)
-``generate``     sampled judge answers parsed for ``\\boxed{v}`` / ``Score: v`` (:mod:`.backends`)
+``logprob``      log-probability of each ``Score: v`` reply to the judge prompt (:mod:`.backends`)
+``generate``     sampled judge answers parsed for ``Score: v`` (:mod:`.backends`)
 ``auto``         :data:`DEFAULT_LOCAL_PRM_MODE` for a built-in judge model (the best measured mode
                  there), :data:`MODEL_FOLDER_PRM_MODE` for a model folder; ``endpoint`` with
                  ``--prm-url``; :func:`build_backend` logs the choice in one line

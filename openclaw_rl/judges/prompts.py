@@ -1,9 +1,9 @@
 """The Binary RL judge prompt and its verdict parser.
 
 The process reward model (PRM) judges one assistant turn from *what happened next*: the user's
-reply or the tool result that followed it (the turn's "next state"). It answers with
-``\\boxed{1}`` (progress), ``\\boxed{-1}`` (the turn had to be redone, corrected or failed) or
-``\\boxed{0}`` (cannot tell), as in the reference OpenClaw-RL PRM prompt. This module holds:
+reply or the tool result that followed it (the turn's "next state"). It answers with a final line
+``Score: 1`` (progress), ``Score: -1`` (the turn had to be redone, corrected or failed) or
+``Score: 0`` (cannot tell). This module holds:
 
 * :func:`build_judge_messages` -- the chat messages sent to the judge model;
 * :func:`judge_messages_for_turn` -- the same, from a :class:`~openclaw_rl.capture.store.TurnRecord`
@@ -34,34 +34,27 @@ __all__ = [
 
 #: The three verdicts, in the order used for probability vectors.
 VERDICTS: tuple[int, int, int] = (1, -1, 0)
-#: The assistant reply whose log-probability is scored for each verdict in log-prob mode: the final
-#: answer the judge prompt asks for (the reference system's ``\\boxed{v}``).
-VERDICT_CONTINUATIONS: dict[int, str] = {1: "\\boxed{1}", -1: "\\boxed{-1}", 0: "\\boxed{0}"}
+#: The assistant reply whose log-probability is scored for each verdict in log-prob mode.
+VERDICT_CONTINUATIONS: dict[int, str] = {1: "Score: 1", -1: "Score: -1", 0: "Score: 0"}
 
 #: Characters kept of each judged text (head and tail) so prompts stay small.
 MAX_FIELD_CHARS = 1500
 
-# The layout follows the reference OpenClaw-RL PRM prompt (a system message that explains the next
-# state's roles and the three scores, a user message with "## Assistant output" and "## Next state
-# [role: ...]" sections, the verdict as \boxed{v}); the wording is this project's.
 JUDGE_SYSTEM_PROMPT = (
-    "You are a process reward model (PRM) judging one step of an AI assistant. You see what the "
-    "assistant produced and the next state, i.e. what happened right after it. Use the next state "
-    "as evidence of whether the assistant's output did what the user wanted.\n\n"
-    "## Roles of the next state\n"
-    "- role: user -- the user's next message.\n"
-    "- role: tool -- what a tool the assistant called returned; it only exists because of that call. "
-    "A successful result without an error is progress.\n\n"
-    "## Scores\n"
-    "- \\boxed{1}: progress -- the user accepts the answer, thanks, builds on it or moves on, or the "
-    "tool call succeeded.\n"
-    "- \\boxed{-1}: the output was wrong, incomplete or unwanted -- the user corrects it, asks for a "
-    "redo, repeats the request, or the tool returned an error caused by the call.\n"
-    "- \\boxed{0}: the next state does not tell.\n\n"
-    "Think briefly, then give the final score inside \\boxed{}."
+    "You review one turn of an AI assistant. You only see what the assistant did and what "
+    "happened right after it. Decide whether the assistant's turn worked."
 )
 
-_RULES = "Now assign \\boxed{1}, \\boxed{-1} or \\boxed{0}."
+_RULES = (
+    "How to score, judging from the next state:\n"
+    "Score: 1 if it shows progress: the user thanks or agrees, or moves on to a new request, "
+    "or the tool returned a successful result.\n"
+    "Score: -1 if the assistant failed: the user asks to redo or retry, corrects the assistant, "
+    "repeats or rephrases the same request, or the tool returned an error caused by the "
+    "assistant's call.\n"
+    "Score: 0 if it is unclear.\n"
+    "Answer with one final line: Score: 1, Score: -1 or Score: 0."
+)
 
 _ROLE_LABEL = {"user": "the user's reply", "tool": "a tool result"}
 
@@ -124,28 +117,16 @@ def build_judge_messages(response_text: str, next_state: str, next_state_role: s
 
     Returns:
         ``[{"role": "system", ...}, {"role": "user", ...}]`` ready for a chat template or an
-        OpenAI-compatible endpoint, in the layout of the reference OpenClaw-RL PRM prompt
-        (``## User request``, ``## Assistant output``, ``## Next state [role: ...]``); the judge is
-        asked to end with ``\\boxed{1}``, ``\\boxed{-1}`` or ``\\boxed{0}``.
+        OpenAI-compatible endpoint. The judge is asked to end with ``Score: 1|-1|0``.
 
     Raises:
         ValueError: ``next_state`` is None (a turn without a next state cannot be judged).
     """
     if next_state is None:
         raise ValueError("a turn without a next state cannot be judged")
-    parts = turn_parts(response_text, next_state, next_state_role, tool_calls, user_request)
-    parts = [_as_section(p, next_state_role) for p in parts] + [_RULES]
+    parts = turn_parts(response_text, next_state, next_state_role, tool_calls, user_request) + [_RULES]
     return [{"role": "system", "content": JUDGE_SYSTEM_PROMPT},
             {"role": "user", "content": "\n\n".join(parts)}]
-
-
-def _as_section(part: str, role: str | None) -> str:
-    """A :func:`turn_parts` block as a reference-style section: ``## User request``,
-    ``## Assistant output``, ``## Next state [role: user|tool]``."""
-    head, _, body = part.partition(":\n")
-    if head.startswith("Next state"):
-        head = f"Next state [role: {role or 'unknown'}]"
-    return f"## {head}\n{body}"
 
 
 def turn_parts(response_text: str, next_state: str, next_state_role: str | None,
@@ -256,7 +237,7 @@ def judge_messages_for_turn(turn: Any, include_request: bool = True) -> list[dic
 
 # "Score: +1", "score = -1", "**Score:** 0", "Final score: 1", "Verdict: -1", "Reward: 1" ...
 _SCORE_RE = re.compile(r"(?:score|verdict|reward|rating)\s*\**\s*[:=]?\s*\**\s*\(?\s*([+-]?\s*\d+(?:\.\d+)?)", re.I)
-# \boxed{1}, \boxed{-1}, \boxed{+1}, \boxed{\text{-1}}, \boxed{{1}}
+# \boxed{1}, \boxed{-1}, \boxed{+1} (the reference system's format), \boxed{\text{-1}}, \boxed{{1}}
 _BOXED_RE = re.compile(r"\\boxed\s*\{\s*(?:\\text\s*\{|\{)?\s*([+-]?\s*\d+(?:\.\d+)?)\s*\}?\s*\}")
 _BARE_RE = re.compile(r"^\s*([+-]?\d+)\s*\.?\s*$")
 # a last line that is only the verdict, maybe decorated: "**-1**", "`+1`", "-1.", "(+1)"
@@ -276,11 +257,11 @@ def _to_verdict(token: str) -> int | None:
 def parse_verdict(text: str | None) -> int | None:
     """Parse a judge answer into a verdict.
 
-    Accepted forms (case-insensitive, surrounding text ignored): ``\\boxed{1}`` (what the prompt
-    asks for; also ``\\boxed{+1}``, ``\\boxed{\\text{-1}}``), ``Score: 1``, ``Score: +1``,
-    ``score = 0``, ``**Score:** 1``, ``Verdict: -1``, ``Reward: 1``, an answer that is only a number
-    (``-1``), and, when none of these is present, a last line that is only the number (``**-1**``,
-    ``+1.``). When several are present the **last** one wins (judges reason first).
+    Accepted forms (case-insensitive, surrounding text ignored): ``Score: 1``, ``Score: +1``,
+    ``Score: -1``, ``score = 0``, ``**Score:** 1``, ``Verdict: -1``, ``Reward: 1``, ``\\boxed{1}``
+    (the reference system's format; also ``\\boxed{+1}``, ``\\boxed{\\text{-1}}``), an answer that
+    is only a number (``-1``), and, when none of these is present, a last line that is only the
+    number (``**-1**``, ``+1.``). When several are present the **last** one wins (judges reason first).
 
     Args:
         text: the judge's answer (None → None).
