@@ -77,6 +77,27 @@ def trainer_argv(a: argparse.Namespace, base: str, out: Path) -> list[str]:
             *judge, *shlex.split(a.trainer_args)]
 
 
+def report_lines(result: dict) -> list[str]:
+    """The run's outcome in a few plain lines: satisfaction, quality, the promotion gate's verdicts."""
+    q, nll, m = result["quality"], result["reference_nll"], result["mcnemar"]
+    lines = [f"held-out satisfaction {result['satisfaction_before']:.3f} -> {result['satisfaction_after']:.3f} "
+             f"(McNemar p = {m['p_value']:.2g})",
+             f"over-applied replies {q['before']['over_application']['rate']:.3f} -> "
+             f"{q['after']['over_application']['rate']:.3f}; distinct word pairs "
+             f"{q['before']['distinct_pairs']['mean']:.3f} -> {q['after']['distinct_pairs']['mean']:.3f}; words per "
+             f"reply {q['before']['words']['mean']:.1f} -> {q['after']['words']['mean']:.1f}"
+             + (f"; reference NLL {nll['rise']:+.1%}" if nll.get("rise") is not None else "")]
+    versions = result.get("gate_versions") or []
+    if versions:
+        lines.append(f"promotion gate ({result['promotion_gate'].get('mode')}): {sum(v['passed'] for v in versions)} of "
+                     f"{len(versions)} versions passed")
+        lines += [f"  version {v['version']} (step {v['step']}) rejected: {'; '.join(v['failed'])}"
+                  for v in versions if not v["passed"]]
+    if result.get("paused"):
+        lines.append(f"training paused: {result['paused']}")
+    return lines
+
+
 def _reserve(a, out: Path, test_q, pref) -> dict | None:
     """Serve the saved checkpoint on a fresh server and measure the held-out questions again."""
     from openclaw_rl.evaluation.targets import resolve_target, serving
@@ -175,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
                                                  indent=1))
     (out / "summary.json").write_text(json.dumps(result, indent=2))
     print("\n== main job summary ==\n" + json.dumps(result, indent=2))
+    print("\n" + "\n".join(report_lines(result)))
     return 1 if driver.failed else 0
 
 
