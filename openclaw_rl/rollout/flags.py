@@ -76,10 +76,10 @@ class OpenClawFlags:
                                env="PRM_URL")
     prm_model_name: str | None = flag(None, "model name at --prm-url", env="PRM_MODEL", default_text="default")
     prm_api_key: str | None = flag(None, "API key of --prm-url", env="PRM_API_KEY")
-    prm_mode: Literal["auto", "lexical", "hybrid", "prototype", "channel", "logprob", "generate"] = flag(
-        "auto", "local PRM judge mode (docs/judges.md): lexical, hybrid, prototype, channel, logprob or generate; "
-        "auto = the best measured mode on the embedded model (lexical) for a builtin: judge model, logprob for a "
-        "model folder", env="PRM_MODE")
+    prm_mode: Literal["auto", "classifier", "lexical", "hybrid", "prototype", "channel", "logprob", "generate"] = flag(
+        "auto", "local PRM judge mode (docs/judges.md): classifier, lexical, hybrid, prototype, channel, logprob or "
+        "generate; auto = the best measured mode for a builtin: judge model (classifier), logprob for a model folder",
+        env="PRM_MODE")
     prm_enable: bool = flag(False, "score every agent step with the step PRM judge (agent rollouts; "
                             "openclaw_rl.agentic.step_prm)", env="PRM_ENABLE")
     prm_m: int = flag(3, "step PRM votes per agent step; the step score is the mean of the valid +1/-1 votes "
