@@ -64,7 +64,7 @@ test: install
 	bash tests/openclaw_agent/install.sh >/dev/null
 	$(PY) -m tests.support.build_models
 	OPENCLAW_TEST_PYTHON=$(abspath $(PY)) $(NETNS) $(PY) -m pytest -q -p no:cacheprovider --durations=15 \
-	  --tx 2*popen//python=tests/support/netns_python --dist load -m "not exhaustive" $(PYTEST_ARGS)
+	  --tx 2*popen//python=tests/support/netns_python --dist load -m "not exhaustive and not vllm" $(PYTEST_ARGS)
 
 # every item of the data sets checked (e.g. each AgentBench training task's known-good and wrong answers)
 test-exhaustive: install
@@ -80,7 +80,9 @@ test-learning: install
 test-fast: install
 	$(NETNS) $(PY) -m pytest -q -m "not slow and not openclaw and not exhaustive" $(PYTEST_ARGS)
 
-# the --backend vllm tests on real vLLM servers (CPU build; about 6 minutes on 2 busy cores)
+# the --backend vllm tests on real vLLM servers (CPU build), in the environment a user gets from
+# `make vllm` (no VLLM_CPU_* variables: the server sizes the KV cache and threads itself);
+# not part of `make test` (.ci/run runs both); about 8 minutes on 2 busy cores
 test-vllm: install vllm
 	$(PY) -m tests.support.build_models
 	$(NETNS) $(PY) -m pytest -q -p no:cacheprovider --durations=15 -m vllm $(PYTEST_ARGS)

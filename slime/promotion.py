@@ -16,7 +16,9 @@ measures them (:func:`measure_version`) on what the rollout service hands the ga
    held-out turns. The share of canary replies with a :mod:`slime.behaviour` problem (repetition
    loop, rare-character run, over-application, tool-call loop) the last good version's reply to
    the same prompt did not have, and the share that only end at the token limit where the last
-   good version's ended on their own, may each be at most ``--gate-max-new-problems``.
+   good version's ended on their own, may each be at most ``--gate-max-new-problems``. When half
+   or more of the last good version's canary replies already show a problem (a random or
+   untrained policy), these checks are skipped (``gate/canary_check_skipped``).
 
 ``--promotion-gate enforce`` (default): a version that fails is not served; the run logs one line
 naming each failed check and by how much, and ``--on-gate-failure continue`` restores the trainer
@@ -46,6 +48,11 @@ __all__ = ["CanaryReply", "GateData", "GateFailureAction", "GateMode", "GateRepo
            "PromotionGate", "VersionMeasure", "measure_version"]
 
 log = logging.getLogger("slime.train")
+
+
+#: when the last good version's canary replies already show problems this often, the canary
+#: checks cannot tell a worse version from it (a random or untrained policy) and are skipped
+UNINFORMATIVE_CANARIES = 0.5
 
 
 class GateMode(StrEnum):
@@ -259,8 +266,10 @@ def sample_replies(model: Any, tokenizer: Any, prompts: list[list[int]], max_new
         if ended:
             row = row[:row.index(eos)]
         text = tokenizer.decode(row, skip_special_tokens=True)
-        replies.append(CanaryReply(text, not ended and len(row) >= max_new_tokens,
-                                   tuple(p.value for p in behaviour_problems(text))))
+        cut = not ended and len(row) >= max_new_tokens
+        if cut:  # a character the budget split in half decodes as U+FFFD: not the model's fault
+            text = text.rstrip("\ufffd")
+        replies.append(CanaryReply(text, cut, tuple(p.value for p in behaviour_problems(text))))
     return replies
 
 
@@ -338,7 +347,10 @@ class PromotionGate:
             if rise > t.max_nll_rise:
                 failed.append(f"reference NLL up {rise:+.1%} over the start > {t.max_nll_rise:.0%}")
         shared = [k for k in candidate.canary if k in self.baseline.canary]
-        if shared:
+        baseline_bad = sum(bool(self.baseline.canary[k].problems) for k in shared) / len(shared) if shared else 0.0
+        if shared and baseline_bad >= UNINFORMATIVE_CANARIES:  # e.g. a random test model: nothing to lose
+            m["gate/canary_check_skipped"] = 1.0
+        elif shared:
             new_problems = [k for k in shared if candidate.canary[k].problems and not self.baseline.canary[k].problems]
             new_cut = [k for k in shared if candidate.canary[k].hit_limit and not self.baseline.canary[k].hit_limit]
             n = len(shared)

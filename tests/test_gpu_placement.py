@@ -138,6 +138,10 @@ def test_vllm_engines_of_the_jobs_server_get_the_rollout_gpus(monkeypatch, tmp_p
     assert parse_rollout_gpus(one["--rollout-gpus"]) == ["6"]  # GPU 6, not six GPUs
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     assert "--rollout-gpus" not in server_backend_args(cfg, str(tmp_path))  # CPU: one replica on the CPU
+    kv = dict(zip(*[iter(server_backend_args(_cfg(tmp_path, "--backend", "vllm", "--engine-kv-cache-gib", "3"),
+                                             str(tmp_path)))] * 2))
+    assert kv["--engine-kv-cache-gib"] == "3" and kv["--engine-log-dir"] == str(tmp_path / "engines")
+    assert "--engine-kv-cache-gib" not in flags  # not given: the server sizes it
 
 
 def test_backend_without_its_environment_is_a_one_line_error(tmp_path):

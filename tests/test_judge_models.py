@@ -96,7 +96,7 @@ def test_next_state_modes_on_the_embedded_model(cls):
 
 
 def test_modes_resolve():
-    assert resolve_prm_mode(None) == resolve_prm_mode("auto", "builtin:smollm2-135m") == "lexical"
+    assert resolve_prm_mode(None) == resolve_prm_mode("auto", "builtin:smollm2-135m") == "classifier"
     assert resolve_prm_mode("auto", "/models/qwen3-7b") == "logprob"  # a model folder follows the judge prompt
     assert resolve_prm_mode("channel", "/models/qwen3-7b") == "channel"
     assert resolve_hint_mode("auto") == resolve_hint_mode(None, None, "builtin:smollm2-135m") == "extractive"
@@ -122,6 +122,7 @@ def build_turn_judge(cfg):
 
 def test_run_builds_judges_from_flags(monkeypatch):
     from openclaw_rl.judges.backends import LocalJudgeBackend
+    from openclaw_rl.judges.classifier import ClassifierBackend
     from openclaw_rl.judges.hint_backend import StructuredHintBackend
     from openclaw_rl.judges.hint_extract import ExtractiveHintBackend
     from openclaw_rl.models import resolve_model_path
@@ -130,13 +131,14 @@ def test_run_builds_judges_from_flags(monkeypatch):
     monkeypatch.delenv("PRM_MODE", raising=False)
     monkeypatch.delenv("JUDGE_MODEL_PATH", raising=False)
     rl = build_turn_judge(_cfg())  # defaults: the best measured modes, no judge model loaded
-    assert isinstance(rl.prm.backend, LexicalBackend)
+    assert isinstance(rl.prm.backend, ClassifierBackend)
     folder = str(resolve_model_path(TINY))  # a model folder, as a user's checkpoint would be
     named = build_turn_judge(_cfg("--prm-model-path", folder))
     assert type(named.prm.backend) is LocalJudgeBackend and named.prm.backend.mode == "logprob"
-    assert isinstance(build_turn_judge(_cfg("--prm-model-path", TINY)).prm.backend, LexicalBackend)
+    assert isinstance(build_turn_judge(_cfg("--prm-model-path", TINY)).prm.backend, ClassifierBackend)
+    assert isinstance(build_turn_judge(_cfg("--prm-mode", "lexical")).prm.backend, LexicalBackend)  # kept by name
     combine = build_turn_judge(_cfg("--advantage-estimator", "combine"))
-    assert isinstance(combine.prm.backend, LexicalBackend)
+    assert isinstance(combine.prm.backend, ClassifierBackend)
     assert isinstance(combine.hint_judge.backend, ExtractiveHintBackend)
     model = build_turn_judge(_cfg("--advantage-estimator", "combine", "--prm-mode", "prototype", "--hint-mode", "model"))
     assert isinstance(model.prm.backend, PrototypeJudgeBackend)
@@ -153,4 +155,4 @@ def test_bad_prm_mode_from_env_is_a_one_line_error(monkeypatch, capsys):
     monkeypatch.setenv("PRM_MODE", "psychic")
     assert main(["--model-path", TINY, "--num-rollout", "1"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "PRM_MODE must be one of auto, lexical" in err and len(err.splitlines()) == 1
+    assert "PRM_MODE must be one of auto, classifier, lexical" in err and len(err.splitlines()) == 1

@@ -34,6 +34,8 @@ def _turn(next_state="Thanks!", role="user", **kw) -> TurnRecord:
     ("Score: 1 ... on second thought Score: -1", -1), ("Score: -1\nFinal: \\boxed{0}", 0),
     ("-1", -1), (" 1 ", 1), ("Score: 7", None), ("Score: 10", None), ("I am not sure.", None),
     ("", None), (None, None), ("The answer has 3 parts", None), ("Score: maybe", None),
+    ("\\boxed{\\text{-1}}", -1), ("\\boxed{{0}}", 0), ("Verdict: -1", -1), ("Reasoning first.\n**-1**", -1),
+    ("The user moved on.\n+1.", 1), ("It is fine.\n2", None), ("Final answer: \\boxed{+1}", 1),
 ])
 def test_parse_verdict(text, expected):
     assert parse_verdict(text) == expected

@@ -121,3 +121,10 @@ def test_the_trainer_goes_back_to_the_checkpoint_of_a_rolled_back_version(tmp_pa
     out = backend.restore_last_good(None, checkpoint=ckpt)
     assert out["restored"] == str(ckpt) and backend.weight_version == 3  # versions are never reused
     assert all(torch.equal(p, w) for p, w in zip(backend.trainable_parameters, weights[1]))
+
+
+def test_canaries_that_were_already_degenerate_cannot_tell_worse():
+    gate = PromotionGate(GateMode.ENFORCE)
+    gate.refresh_baseline(lambda skip: _measure(canary={f"canary:{i}": SPAM if i < 2 else CLEAN for i in range(4)}))
+    report = gate.judge(_measure(canary={f"canary:{i}": SPAM for i in range(4)}), {})
+    assert report.passed and report.metrics["gate/canary_check_skipped"] == 1.0

@@ -100,3 +100,42 @@ def test_rollback_under_streaming_traffic_and_bad_input(tmp_path):
                               "--admin-api-key", "sk-test"], capture_output=True, text=True, timeout=300)
         assert cli.returncode == 2 and cli.stderr.count("\n") == 1 and "never served here" in cli.stderr
         assert httpx.get(base + "/healthz").json()["weight_version"] == 0
+
+
+def test_a_server_killed_after_a_promotion_serves_that_version_again(tmp_path):
+    """kill -9 after version 1 was promoted and while version 2's load was under way: the restart
+    serves version 1 again (the last version recorded as served), the same weights, and the
+    turns recorded before the kill are all there."""
+    from tests.support.server import start_server, stop_server
+
+    v1, v2 = _perturbed(tmp_path, "v1", 1), _perturbed(tmp_path, "v2", 2)
+    server = start_server("builtin:tiny-qwen3", tmp_path / "rl_buffer")
+    restarted = None
+    try:
+        base = server.base_url.rsplit("/v1", 1)[0]
+        r = httpx.post(base + "/admin/update_weights_from_disk", headers=AUTH, timeout=120,
+                       json={"model_path": str(v1), "weight_version": 1, "gate": {"gate/passed": 1.0}})
+        assert r.status_code == 200
+        text1 = _greedy(base)
+        loading = threading.Thread(target=lambda: httpx.post(
+            base + "/admin/update_weights_from_disk", headers=AUTH, timeout=120,
+            json={"model_path": str(v2), "weight_version": 2}), daemon=True)
+        loading.start()
+        server.kill9()  # mid-promotion of version 2
+        restarted = start_server("builtin:tiny-qwen3", tmp_path / "rl_buffer")
+        base = restarted.base_url.rsplit("/v1", 1)[0]
+        served = httpx.get(base + "/healthz").json()["weight_version"]
+        listed = {v["version"]: v["status"] for v in httpx.get(base + "/admin/versions", headers=AUTH).json()["data"]}
+        if served == 2:  # the kill came after version 2 was loaded and recorded: it is served again
+            assert listed[2] == "served"
+        else:
+            assert served == 1 and listed[1] == "served" and 2 not in listed
+            assert _greedy(base) == text1  # the same weights answer again
+        from openclaw_rl.capture.store import TrajectoryStore
+        store = TrajectoryStore(tmp_path / "rl_buffer")
+        assert len(store.turns(session_id="greedy")) >= 1
+        store.close()
+    finally:
+        stop_server(server)
+        if restarted is not None:
+            stop_server(restarted)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import json
 import shlex
+import subprocess
+import sys
 import threading
 import time
 
@@ -24,8 +26,9 @@ from openclaw_rl.engine.engine_servers import start_engine_servers, stop_engine_
 from openclaw_rl.engine.replicas import affinity_score
 from openclaw_rl.models import load_tokenizer, resolve_model_path
 from openclaw_rl.server.tool_choice import tool_call_grammar
+from openclaw_rl.server.launcher import free_port
 from tests.support.server import start_server, stop_server
-from tests.support.vllm import ENGINE_ARGS, VLLM_PYTHON, cpu_env, needs_vllm, vllm_generate, vllm_requests
+from tests.support.vllm import ENGINE_ARGS, VLLM_PYTHON, needs_vllm, vllm_generate, vllm_requests
 from tests.support.vllm_model import second_version, vllm_tiny_model
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm, needs_vllm]
@@ -50,29 +53,45 @@ def stack(tmp_path_factory):
             errors.append(exc)
 
     servers: list = []
-    with cpu_env():
-        starter = threading.Thread(target=second_engine)
-        starter.start()
+    starter = threading.Thread(target=second_engine)
+    starter.start()
+    try:
         try:
-            try:
-                servers.append(start_server(str(model), tmp / "a" / "rl_buffer", "--backend", "vllm",
-                                            "--engine-args", ENGINE_ARGS, "--engine-log-dir", str(tmp / "logs-a"),
-                                            "--default-max-tokens", "16", "--torch-threads", "1",
-                                            timeout=START_TIMEOUT))
-            finally:
-                starter.join()
-            if errors:
-                raise errors[0]
-            a = servers[0]
-            engine_a = httpx.get(f"http://127.0.0.1:{a.port}/healthz").json()["engine"]["replicas"][0]["url"]
-            servers.append(start_server(str(model), tmp / "b" / "rl_buffer", "--backend", "vllm",
-                                        "--engine-url", engine_a, "--engine-url", extra[0].url,
-                                        "--torch-threads", "1", timeout=START_TIMEOUT))
-            yield a, servers[1], engine_a, extra[0].url
+            servers.append(start_server(str(model), tmp / "a" / "rl_buffer", "--backend", "vllm",
+                                        "--engine-args", ENGINE_ARGS,
+                                        "--default-max-tokens", "16", "--torch-threads", "1",
+                                        timeout=START_TIMEOUT))
         finally:
-            for server in reversed(servers):
-                stop_server(server)
-            stop_engine_servers(extra)
+            starter.join()
+        if errors:
+            raise errors[0]
+        a = servers[0]
+        engine_a = httpx.get(f"http://127.0.0.1:{a.port}/healthz").json()["engine"]["replicas"][0]["url"]
+        servers.append(start_server(str(model), tmp / "b" / "rl_buffer", "--backend", "vllm",
+                                    "--engine-url", engine_a, "--engine-url", extra[0].url,
+                                    "--torch-threads", "1", timeout=START_TIMEOUT))
+        yield a, servers[1], engine_a, extra[0].url
+    finally:
+        for server in reversed(servers):
+            stop_server(server)
+        stop_engine_servers(extra)
+
+
+def test_an_engine_that_cannot_start_says_why_in_one_line(tmp_path):
+    """``openclaw-rl serve --backend vllm`` asking vLLM for more KV cache than the machine has: the
+    server exits 2 with one line that quotes vLLM's own reason, and the engine's log is in the
+    server's buffer folder (the default ``--engine-log-dir``), not the current directory."""
+    cmd = [sys.executable, "-m", "openclaw_rl.server", "--model-path", str(vllm_tiny_model()), "--backend", "vllm",
+           "--engine-args", ENGINE_ARGS, "--engine-kv-cache-gib", "100000", "--port", str(free_port()),
+           "--rl-buffer-dir", str(tmp_path / "buf")]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=START_TIMEOUT)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    error = proc.stderr.strip().splitlines()[-1]
+    assert error.startswith("openclaw-rl serve: error: vllm server exited with"), proc.stderr[-3000:]
+    assert "less than requested memory for kv" in error, error  # vLLM's ValueError, quoted
+    log = tmp_path / "buf" / "logs" / "engine-vllm-0.log"
+    assert f"(log: {log})" in error and log.is_file()
+    assert not (tmp_path / "logs").exists()  # the current directory
 
 
 def _chat(server, messages, session: str, **body) -> dict:
@@ -143,6 +162,7 @@ def _assert_same_as_vllm(turn, answer: dict) -> None:
 
 def test_conversation_is_recorded_token_exactly(stack):
     a, _b, engine_a, _ = stack
+    assert (a.buffer_dir / "logs" / "engine-vllm-0.log").is_file()  # the default --engine-log-dir
     messages = [{"role": "user", "content": "Hello there, who are you?"}]
     first = _chat(a, messages, "exact", max_tokens=12, temperature=0)
     messages += [first["choices"][0]["message"], {"role": "user", "content": "Tell me more."}]

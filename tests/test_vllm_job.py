@@ -16,7 +16,7 @@ from openclaw_rl.capture.store import TrajectoryStore
 from openclaw_rl.server.launcher import free_port
 from slime.run_args import parse_run_args
 from slime.train import train
-from tests.support.vllm import ENGINE_ARGS, VLLM_PYTHON, cpu_env, needs_vllm
+from tests.support.vllm import ENGINE_ARGS, VLLM_PYTHON, needs_vllm
 from tests.support.vllm_model import vllm_tiny_model
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm, needs_vllm]
@@ -30,11 +30,10 @@ def test_training_job_serves_and_publishes_on_vllm(tmp_path):
         "--backend", "vllm", "--engine-python", str(VLLM_PYTHON), "--engine-args", ENGINE_ARGS,
         "--rl-buffer-dir", str(tmp_path / "buf"), "--save", str(tmp_path / "ckpt"),
         "--log-dir", str(tmp_path / "logs"), "--port", str(free_port()), "--api-key", "sk-job", "--lr", "1e-3"])
-    with cpu_env():
-        try:
-            summary = train(cfg)
-        finally:
-            ray.shutdown()
+    try:
+        summary = train(cfg)
+    finally:
+        ray.shutdown()
     assert summary["steps"] == 1 and summary["samples_trained"] == 4
     row = json.loads(next((tmp_path / "logs").glob("run-*/metrics.jsonl")).read_text().splitlines()[-1])
     assert row["rollout/samples"] == 4 and row["rollout/failed"] == 0

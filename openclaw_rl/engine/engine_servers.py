@@ -8,15 +8,18 @@ Replicas: ``ROLLOUT_GPUS`` (a count such as ``4`` or a list of device ids such a
 the launch scripts take it) split into groups of ``--rollout-num-gpus-per-engine``: one engine
 server per group, on those devices (``CUDA_VISIBLE_DEVICES``) with tensor parallelism over the
 group. Without GPUs (``ROLLOUT_GPUS`` unset or 0) one server runs on the CPU (vLLM's CPU build,
-with ``--enforce-eager``). Each listens on a free loopback port, logs to
+with ``--enforce-eager``, a KV cache and threads sized to the machine:
+:mod:`openclaw_rl.engine.cpu_budget`). Each listens on a free loopback port, logs to
 ``<--engine-log-dir>/engine-<backend>-<i>.log``, and runs under
 :mod:`openclaw_rl.engine.engine_guard`, which ends its whole process tree when the intercept
-server stops it or dies (even by SIGKILL).
+server stops it or dies (even by SIGKILL). A server that exits or does not answer in time is an
+:class:`EngineError` whose first line quotes the engine's own reason (:func:`failure_reason`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -28,6 +31,7 @@ from typing import Sequence
 import httpx
 
 from openclaw_rl.engine.base import EngineError
+from openclaw_rl.engine.cpu_budget import cpu_engine_env
 from openclaw_rl.server.launcher import REPO, free_port
 
 #: the default interpreter of each engine's environment, relative to the repository root
@@ -46,12 +50,43 @@ class EngineServer:
     url: str
     log_path: Path
 
-    def log_tail(self, chars: int = 3000) -> str:
-        """The end of its log."""
+    def log_text(self) -> str:
+        """Its whole log ("" when unreadable)."""
         try:
-            return self.log_path.read_text(errors="replace")[-chars:]
+            return self.log_path.read_text(errors="replace")
         except OSError:
             return ""
+
+
+#: the prefix vLLM puts on a process's log lines: ``(EngineCore pid=8529) ERROR 12-01 23:34:55 [core.py:1510] ``
+_LOG_PREFIX = re.compile(r"^\(\w[\w-]* pid=\d+\)\s+(?:(?P<level>[A-Z]+) [\d-]+ [\d:]+ \[[^]]*\]\s*)?")
+#: an exception line of a traceback: ``ValueError: Available memory on node 0 ...``
+_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b:\s*\S")
+
+
+def failure_reason(log: str) -> str:
+    """The engine's own reason for failing, from its whole log: the first exception line
+    (``ValueError: ...``; vLLM re-raises a worker's error in each parent process as "...failed.
+    See root cause above", so the first one is the cause), else the last ``ERROR`` line, else the
+    last non-empty line, else ``"no output"``. vLLM's ``(Proc pid=N) LEVEL date [file:line]``
+    prefix is dropped; lines logged at INFO/WARNING/DEBUG are not errors. One line, at most 400
+    characters."""
+    exceptions, errors, lines = [], [], []
+    for raw in log.splitlines():
+        m = _LOG_PREFIX.match(raw.strip())
+        level = m.group("level") if m else None
+        line = raw.strip()[m.end():].strip() if m else raw.strip()
+        if not line:
+            continue
+        lines.append(line)
+        if level in ("INFO", "WARNING", "DEBUG"):
+            continue
+        if _EXCEPTION.match(line):
+            exceptions.append(line)
+        elif level in ("ERROR", "CRITICAL") or re.match(r"^(?:ERROR|CRITICAL)\b", line):
+            errors.append(line)
+    reason = exceptions[0] if exceptions else (errors or lines or ["no output"])[-1]
+    return reason[:400]
 
 
 def parse_rollout_gpus(value: str | None) -> list[str]:
@@ -129,22 +164,42 @@ def resolve_engine_python(backend: str, python: str | None) -> str:
     return str(path)
 
 
+def engine_env(backend: str, model_folder: Path, group: Sequence[str], max_context: int | None,
+               extra: Sequence[str], kv_cache_gib: int | None) -> dict[str, str]:
+    """The environment of one engine server: this process's, with vLLM's dev endpoints on and
+    usage stats off; on GPUs ``CUDA_VISIBLE_DEVICES`` of its group; a CPU vLLM replica also
+    gets :func:`openclaw_rl.engine.cpu_budget.cpu_engine_env` (the variables the user has not set).
+
+    Raises:
+        KVCacheBudgetError: a CPU replica's context does not fit in memory.
+    """
+    env = dict(os.environ, VLLM_SERVER_DEV_MODE="1", VLLM_NO_USAGE_STATS="1")
+    if group:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(group)
+    elif backend == "vllm":
+        env.update(cpu_engine_env(os.environ, model_folder, max_context, extra, kv_cache_gib))
+    return env
+
+
 def start_engine_servers(backend: str, model_folder: Path, python: str, devices: Sequence[Sequence[str]],
                          max_context: int | None, extra: Sequence[str], log_dir: Path,
-                         timeout: float) -> list[EngineServer]:
+                         timeout: float, kv_cache_gib: int | None = None) -> list[EngineServer]:
     """Start one engine server per device group and wait until all answer ``/health``.
+
+    Args:
+        kv_cache_gib: ``--engine-kv-cache-gib`` of a CPU vLLM replica (None: sized to the memory
+            available, :func:`openclaw_rl.engine.cpu_budget.kv_cache_gib`).
 
     Raises:
         EngineError: one exited or did not answer within ``timeout`` seconds (all are stopped;
-            the message holds the end of its log).
+            one line: the engine's reason (:func:`failure_reason`) and its log's path).
+        KVCacheBudgetError: a CPU replica's context does not fit in memory (nothing started).
     """
     log_dir.mkdir(parents=True, exist_ok=True)
+    envs = [engine_env(backend, model_folder, group, max_context, extra, kv_cache_gib) for group in devices]
     servers: list[EngineServer] = []
-    for i, group in enumerate(devices):
+    for i, (group, env) in enumerate(zip(devices, envs)):
         port = free_port()
-        env = dict(os.environ, VLLM_SERVER_DEV_MODE="1", VLLM_NO_USAGE_STATS="1")
-        if group:
-            env["CUDA_VISIBLE_DEVICES"] = ",".join(group)
         log_path = log_dir / f"engine-{backend}-{i}.log"
         with open(log_path, "w") as fh:
             # under a guard in a session of its own: the whole tree ends with this process
@@ -159,16 +214,16 @@ def start_engine_servers(backend: str, model_folder: Path, python: str, devices:
         for server in servers:
             while True:
                 if server.proc.poll() is not None:
-                    raise EngineError(f"{backend} server exited with {server.proc.returncode} "
-                                      f"({server.log_path}):\n{server.log_tail()}")
+                    raise EngineError(f"{backend} server exited with {server.proc.returncode}: "
+                                      f"{failure_reason(server.log_text())} (log: {server.log_path})")
                 try:
                     if httpx.get(f"{server.url}/health", timeout=2).status_code == 200:
                         break
                 except httpx.HTTPError:
                     pass
                 if time.time() > deadline:
-                    raise EngineError(f"{backend} server did not answer in {timeout:.0f} s "
-                                      f"({server.log_path}):\n{server.log_tail()}")
+                    raise EngineError(f"{backend} server did not answer in {timeout:.0f} s: "
+                                      f"{failure_reason(server.log_text())} (log: {server.log_path})")
                 time.sleep(0.5)
     except BaseException:
         stop_engine_servers(servers)
@@ -197,7 +252,8 @@ def stop_engine_servers(servers: Sequence[EngineServer]) -> None:
 
 def remote_engine(backend: str, model_path: str, max_context: int | None = None, engine_urls: Sequence[str] = (),
                   engine_python: str | None = None, rollout_gpus: str = "", gpus_per_engine: int = 1,
-                  engine_args: Sequence[str] = (), log_dir: str | Path = "logs", start_timeout: float = 900.0):
+                  engine_args: Sequence[str] = (), log_dir: str | Path = "rl_buffer/logs", start_timeout: float = 900.0,
+                  kv_cache_gib: int | None = None):
     """The :class:`openclaw_rl.engine.remote.RemoteEngine` of ``--backend vllm`` / ``sglang``.
 
     Args:
@@ -206,13 +262,15 @@ def remote_engine(backend: str, model_path: str, max_context: int | None = None,
         max_context: context window (also the engine servers' when started here).
         engine_urls: running engine servers to use; empty: start them here (module doc), and stop
             them when the engine is closed.
-        engine_python, rollout_gpus, gpus_per_engine, engine_args, log_dir, start_timeout: how
-            to start them (``--engine-python``, ``ROLLOUT_GPUS``, ``--rollout-num-gpus-per-engine``,
-            ``--engine-args``, ``--engine-log-dir``, ``--engine-start-timeout``).
+        engine_python, rollout_gpus, gpus_per_engine, engine_args, log_dir, start_timeout,
+            kv_cache_gib: how to start them (``--engine-python``, ``ROLLOUT_GPUS``,
+            ``--rollout-num-gpus-per-engine``, ``--engine-args``, ``--engine-log-dir``,
+            ``--engine-start-timeout``, ``--engine-kv-cache-gib``).
 
     Raises:
-        ValueError: bad ``ROLLOUT_GPUS`` or no engine environment; EngineError: a server did not
-            start or answer.
+        ValueError: bad ``ROLLOUT_GPUS``, no engine environment, or a CPU replica's context does
+            not fit in memory (:class:`KVCacheBudgetError`); EngineError: a server did not start
+            or answer.
     """
     from openclaw_rl.engine.sglang_engine import SGLangEngine
     from openclaw_rl.engine.vllm_engine import VLLMEngine
@@ -225,7 +283,7 @@ def remote_engine(backend: str, model_path: str, max_context: int | None = None,
         devices = replica_devices(parse_rollout_gpus(rollout_gpus), gpus_per_engine)
         python = resolve_engine_python(backend, engine_python)
         servers = start_engine_servers(backend, folder, python, devices, max_context, engine_args,
-                                       Path(log_dir), start_timeout)
+                                       Path(log_dir), start_timeout, kv_cache_gib)
         urls = [s.url for s in servers]
     cls = VLLMEngine if backend == "vllm" else SGLangEngine
     try:

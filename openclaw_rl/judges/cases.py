@@ -15,7 +15,12 @@ field          required  meaning
 ``tags``       no        strings for grouping (``original``, ``preference``, ``unseen``, ``tool``...)
 ``hint_terms`` no        strings, any of which (case-insensitive) in a hint means the hint names
                          what the user wanted (used for the hint-naming share)
+``history``    no        the messages before the turn (OpenAI form: earlier tool calls and results,
+                         files the user named), for judges that read the conversation
 =============  ========  =======================================================================
+
+Tags ``lang:<code>`` (``lang:de``, ``lang:zh``...) mark the language of the next state for
+judge-eval's per-language table; a case without one counts as ``en``.
 
 :data:`DEFAULT_CASES_PATH` is the extended set shipped with the package (``data/judge_cases.jsonl``):
 the 12 original cases, every correction and praise phrasing of :mod:`openclaw_rl.preferences`,
@@ -32,11 +37,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["JudgeCase", "CaseFormatError", "DEFAULT_CASES_PATH", "load_cases", "parse_case"]
+__all__ = ["JudgeCase", "CaseFormatError", "DEFAULT_CASES_PATH", "HELDOUT_CASES_PATH", "load_cases", "parse_case"]
 
 DEFAULT_CASES_PATH = Path(__file__).parent / "data" / "judge_cases.jsonl"
+#: hand-written cases in the styles of real users and tools that no judge is trained on (tags
+#: ``heldout-v1`` / ``-v2`` / ``-v3`` by when they were written; docs/judges.md)
+HELDOUT_CASES_PATH = Path(__file__).parent / "data" / "heldout_cases.jsonl"
 _REQUIRED = ("request", "response", "next_state", "role", "expected")
-_OPTIONAL = ("tool_calls", "name", "tags", "hint_terms")
+_OPTIONAL = ("tool_calls", "name", "tags", "hint_terms", "history")
 
 
 class CaseFormatError(ValueError):
@@ -60,12 +68,19 @@ class JudgeCase:
     tool_calls: tuple = ()
     tags: tuple[str, ...] = ()
     hint_terms: tuple[str, ...] = ()
+    history: tuple = ()
+
+    @property
+    def lang(self) -> str:
+        """The next state's language: the case's ``lang:<code>`` tag, else ``"en"``."""
+        return next((t[5:] for t in self.tags if t.startswith("lang:")), "en")
 
     def judge_input(self):
         """The case as a :class:`~openclaw_rl.judges.prompts.JudgeInput`."""
         from openclaw_rl.judges.prompts import JudgeInput
 
-        return JudgeInput(self.response, self.next_state, self.role, list(self.tool_calls) or None, self.request)
+        return JudgeInput(self.response, self.next_state, self.role, list(self.tool_calls) or None, self.request,
+                          list(self.history) or None)
 
     def messages(self) -> list[dict]:
         """The PRM judge messages for this case (:func:`~openclaw_rl.judges.prompts.build_judge_messages`)."""
@@ -112,13 +127,16 @@ def parse_case(obj: Any, where: str, default_name: str) -> JudgeCase:
     calls = obj.get("tool_calls") or []
     if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
         raise CaseFormatError(f"{where}: 'tool_calls' must be a list of objects")
+    history = obj.get("history") or []
+    if not isinstance(history, list) or not all(isinstance(m, dict) and "role" in m for m in history):
+        raise CaseFormatError(f"{where}: 'history' must be a list of messages (objects with a 'role')")
     name = obj.get("name", default_name)
     if not isinstance(name, str) or not name:
         raise CaseFormatError(f"{where}: 'name' must be a non-empty string")
     return JudgeCase(name=name, request=obj["request"], response=obj["response"], next_state=obj["next_state"],
                      role=obj["role"], expected=int(obj["expected"]), tool_calls=tuple(calls),
                      tags=_strings(obj.get("tags", []), "tags", where),
-                     hint_terms=_strings(obj.get("hint_terms", []), "hint_terms", where))
+                     hint_terms=_strings(obj.get("hint_terms", []), "hint_terms", where), history=tuple(history))
 
 
 def load_cases(path: str | Path | None = None, tags: set[str] | None = None) -> list[JudgeCase]:

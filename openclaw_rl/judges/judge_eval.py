@@ -1,13 +1,17 @@
 """``openclaw-rl judge-eval``: measure every judge mode on a judge case file.
 
 For each PRM mode: accuracy (voted verdict == expected), balanced accuracy (mean recall of the
-three verdicts: "always -1" scores 1/3 here however the labels are spread), the invalid-vote rate
-(votes the parser could not read) and the confusion counts (expected verdict x voted verdict).
+three verdicts: "always -1" scores 1/3 here however the labels are spread), the recall of ``-1``
+and of ``+1``, the sign-flip rate (the share of cases whose verdict has the opposite sign of the
+expected one: a ``+1`` case voted ``-1`` or the reverse; such a vote trains the policy toward what
+the user rejected), the invalid-vote rate (votes the parser could not read) and the confusion
+counts (expected verdict x voted verdict); then the accuracy per case tag and per language (a
+case's ``lang:<code>`` tag, else ``en``), one column per mode.
 For each hint mode (``--hint-modes``): on the user corrections that carry ``hint_terms``, the
 share accepted and the share whose hint names what the user wanted (one of the terms), plus the
 share of non-corrections (``expected`` 1 or 0) that got a hint anyway.
 
-    openclaw-rl judge-eval [--cases FILE.jsonl] [--tags original] [--modes lexical,prototype,...]
+    openclaw-rl judge-eval [--cases FILE.jsonl] [--tags original] [--modes classifier,lexical,...]
                            [--model-path builtin:smollm2-135m] [--hint-modes extractive,model]
                            [-n 1] [--json] [--verbose]
 
@@ -28,11 +32,11 @@ from typing import Any, Sequence
 from openclaw_rl.judges.cases import JudgeCase, load_cases
 from openclaw_rl.judges.voting import majority_vote
 
-__all__ = ["evaluate_prm", "evaluate_hints", "format_prm_table", "format_hint_table", "main",
+__all__ = ["evaluate_prm", "evaluate_hints", "format_prm_table", "format_group_table", "format_hint_table", "main",
            "EVAL_PRM_MODES", "HINT_MODES"]
 
 #: PRM modes judge-eval knows (``endpoint`` needs ``--prm-url``)
-EVAL_PRM_MODES = ("lexical", "hybrid", "prototype", "channel", "logprob", "generate", "endpoint")
+EVAL_PRM_MODES = ("classifier", "lexical", "hybrid", "prototype", "channel", "logprob", "generate", "endpoint")
 #: hint modes: ``extractive`` (no model), ``model`` (the structured local judge, or the endpoint
 #: at ``--judge-url``)
 HINT_MODES = ("extractive", "model")
@@ -47,29 +51,42 @@ async def evaluate_prm(backend, cases: Sequence[JudgeCase], n: int = 1, threshol
         cases: the judge cases. n: votes per case (>= 1). threshold: majority threshold.
 
     Returns:
-        ``{"mode", "backend", "cases", "accuracy", "balanced_accuracy", "invalid_rate",
-        "confusion": {"1": {"1": k, "-1": k, "0": k}, ...} (expected -> voted), "seconds",
-        "per_case": [{name, expected, verdict, votes, probs, text}]}``.
+        ``{"mode", "backend", "cases", "accuracy", "balanced_accuracy", "recall": {"1", "-1", "0"},
+        "sign_flip_rate", "invalid_rate", "confusion": {"1": {"1": k, "-1": k, "0": k}, ...}
+        (expected -> voted), "per_tag": {tag: {"n", "correct", "accuracy"}}, "per_lang": {lang: {...}},
+        "seconds", "per_case": [{name, expected, verdict, votes, probs, text}]}``.
     """
     t0 = time.perf_counter()
     rows, invalid, total = [], 0, 0
     conf = {e: {v: 0 for v in _V} for e in _V}
+    groups: dict[str, dict[str, dict[str, int]]] = {"per_tag": {}, "per_lang": {}}
     for case in cases:
         res = await backend.score_input(case.judge_input(), n)
         vote = majority_vote(res.votes, threshold)
         invalid += vote.n_invalid
         total += len(res.votes)
         conf[case.expected][vote.verdict] += 1
+        for kind, keys in (("per_tag", [t for t in case.tags if not t.startswith("lang:")]), ("per_lang", [case.lang])):
+            for key in keys:
+                g = groups[kind].setdefault(key, {"n": 0, "correct": 0})
+                g["n"] += 1
+                g["correct"] += int(vote.verdict == case.expected)
         rows.append({"name": case.name, "expected": case.expected, "verdict": vote.verdict, "votes": list(res.votes),
                      "probs": None if res.probs is None else {str(k): round(p, 4) for k, p in res.probs.items()},
                      "text": (res.texts[0][:200] if res.texts else None)})
     correct = sum(conf[e][e] for e in _V)
     recalls = [conf[e][e] / sum(conf[e].values()) for e in _V if sum(conf[e].values())]
+    for kind in groups.values():
+        for g in kind.values():
+            g["accuracy"] = g["correct"] / g["n"]
     return {"mode": getattr(backend, "mode", ""), "backend": getattr(backend, "name", type(backend).__name__),
             "cases": len(rows), "accuracy": correct / max(1, len(rows)),
-            "balanced_accuracy": sum(recalls) / max(1, len(recalls)), "invalid_rate": invalid / max(1, total),
+            "balanced_accuracy": sum(recalls) / max(1, len(recalls)),
+            "recall": {str(e): conf[e][e] / sum(conf[e].values()) if sum(conf[e].values()) else None for e in _V},
+            "sign_flip_rate": (conf[1][-1] + conf[-1][1]) / max(1, len(rows)), **groups,
+            "invalid_rate": invalid / max(1, total),
             "confusion": {str(e): {str(v): conf[e][v] for v in _V} for e in _V},
-            "seconds": round(time.perf_counter() - t0, 1), "per_case": rows}
+            "seconds": round(time.perf_counter() - t0, 4), "per_case": rows}
 
 
 async def evaluate_hints(hint_judge, cases: Sequence[JudgeCase]) -> dict[str, Any]:
@@ -97,17 +114,41 @@ async def evaluate_hints(hint_judge, cases: Sequence[JudgeCase]) -> dict[str, An
             "seconds": round(time.perf_counter() - t0, 1), "per_case": rows}
 
 
+def _rate(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
 def format_prm_table(results: Sequence[dict]) -> str:
-    """A fixed-width table of :func:`evaluate_prm` results (one row per mode)."""
-    head = (f"{'mode':<10} {'cases':>5} {'accuracy':>8} {'balanced':>8} {'invalid':>7}   "
-            f"{'confusion expected: voted +1/-1/0':<40} {'s/case':>6}")
+    """A fixed-width table of :func:`evaluate_prm` results (one row per mode), then the accuracy per
+    tag and per language (:func:`format_group_table`)."""
+    head = (f"{'mode':<10} {'cases':>5} {'accuracy':>8} {'balanced':>8} {'rec -1':>6} {'rec +1':>6} {'flips':>6} "
+            f"{'invalid':>7}   {'confusion expected: voted +1/-1/0':<40} {'ms/case':>7}")
     lines = [head, "-" * len(head)]
     for r in results:
         c = r["confusion"]
         conf = "  ".join(f"{e:>2}: {c[e]['1']}/{c[e]['-1']}/{c[e]['0']}" for e in ("1", "-1", "0"))
         conf = conf.replace(" 1:", "+1:", 1)
+        rec = r.get("recall", {})
         lines.append(f"{r['mode']:<10} {r['cases']:>5} {r['accuracy']:>8.3f} {r['balanced_accuracy']:>8.3f} "
-                     f"{r['invalid_rate']:>7.3f}   {conf:<40} {r['seconds'] / max(1, r['cases']):>6.2f}")
+                     f"{_rate(rec.get('-1')):>6} {_rate(rec.get('1')):>6} {r.get('sign_flip_rate', 0.0):>6.3f} "
+                     f"{r['invalid_rate']:>7.3f}   {conf:<40} {1000 * r['seconds'] / max(1, r['cases']):>7.1f}")
+    for kind, title in (("per_tag", "tag"), ("per_lang", "language")):
+        if any(r.get(kind) for r in results):
+            lines += ["", format_group_table(results, kind, title)]
+    return "\n".join(lines)
+
+
+def format_group_table(results: Sequence[dict], kind: str = "per_tag", title: str = "tag") -> str:
+    """Accuracy per group (``kind``: ``"per_tag"`` or ``"per_lang"``), one row per group (sorted),
+    one column per mode: ``accuracy (n)``."""
+    keys = sorted({k for r in results for k in r.get(kind, {})})
+    width = max([len(title)] + [len(k) for k in keys])
+    head = f"{title:<{width}} {'n':>4}  " + "  ".join(f"{r['mode']:>10}" for r in results)
+    lines = [head, "-" * len(head)]
+    for k in keys:
+        n = next(r[kind][k]["n"] for r in results if k in r.get(kind, {}))
+        cells = "  ".join(f"{_rate(r.get(kind, {}).get(k, {}).get('accuracy')):>10}" for r in results)
+        lines.append(f"{k:<{width}} {n:>4}  {cells}")
     return "\n".join(lines)
 
 
@@ -135,7 +176,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="openclaw-rl judge-eval", description=__doc__.splitlines()[0])
     p.add_argument("--cases", default=None, help="judge case file, JSON Lines (default: the shipped extended set)")
     p.add_argument("--tags", default=None, help="only cases with one of these tags (comma-separated), e.g. original")
-    p.add_argument("--modes", default="lexical,hybrid,prototype,channel,logprob",
+    p.add_argument("--modes", default="classifier,lexical,hybrid,prototype,channel,logprob",
                    help=f"PRM modes, comma-separated, or all ({', '.join(EVAL_PRM_MODES)})")
     p.add_argument("--hint-modes", default="",
                    help="hint modes to measure too: extractive, model (the structured local judge on --model-path, "

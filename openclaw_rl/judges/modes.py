@@ -3,14 +3,18 @@
 ===============  ==================================================================================
 mode             how the verdict is made
 ===============  ==================================================================================
+``classifier``   a trained three-way classifier of the user's next state plus structural verdicts
+                 for tool calls and results (:mod:`.classifier`, :mod:`.tool_signals`); no judge
+                 model (the classifier is built on first use into the model cache)
 ``lexical``      keyword rules over the next state and its role (:mod:`.lexical`); no model
 ``hybrid``       ``lexical`` where a cue decides, ``prototype`` for cue-less user next states
 ``prototype``    nearest labelled prototype in the judge model's hidden space (:mod:`.prototype`)
 ``channel``      noisy channel: ``log P(next state | verdict statement)`` (:mod:`.channel`)
 ``logprob``      log-probability of each ``Score: v`` reply to the judge prompt (:mod:`.backends`)
 ``generate``     sampled judge answers parsed for ``Score: v`` (:mod:`.backends`)
-``auto``         :data:`DEFAULT_LOCAL_PRM_MODE` for a built-in judge model (the embedded model it
-                 was measured on), :data:`MODEL_FOLDER_PRM_MODE` for a model folder
+``auto``         :data:`DEFAULT_LOCAL_PRM_MODE` for a built-in judge model (the best measured mode
+                 there), :data:`MODEL_FOLDER_PRM_MODE` for a model folder; ``endpoint`` with
+                 ``--prm-url``; :func:`build_backend` logs the choice in one line
 ===============  ==================================================================================
 
 With ``--prm-url`` (or ``$PRM_URL``) an OpenAI-compatible endpoint judges instead (mode
@@ -20,19 +24,24 @@ extended judge case set: ``openclaw-rl judge-eval`` and ``docs/judges.md``.
 
 from __future__ import annotations
 
+import logging
 import os
 
 from openclaw_rl.judges.backends import (LOCAL_MODES, JudgeBackend, LocalJudgeBackend, OpenAIJudgeBackend,
                                          default_prm_model_path)
 
 __all__ = ["PRM_MODES", "DEFAULT_LOCAL_PRM_MODE", "MODEL_FOLDER_PRM_MODE", "is_builtin", "resolve_prm_mode",
-           "make_local_backend", "build_backend", "HINT_MODES", "DEFAULT_HINT_MODE", "resolve_hint_mode"]
+           "make_local_backend", "build_backend", "HINT_MODES", "DEFAULT_HINT_MODE", "resolve_hint_mode",
+           "describe_prm_choice"]
+
+log = logging.getLogger(__name__)
 
 #: every ``--prm-mode`` value (``auto`` resolves to one of the others, see :func:`resolve_prm_mode`)
-PRM_MODES = ("auto", "lexical", "hybrid", "prototype", "channel", "logprob", "generate")
-#: the mode with the best measured agreement on the extended judge case set with the embedded
-#: model (``openclaw-rl judge-eval``; table in docs/judges.md); ``auto`` picks it for built-in models
-DEFAULT_LOCAL_PRM_MODE = "lexical"
+PRM_MODES = ("auto", "classifier", "lexical", "hybrid", "prototype", "channel", "logprob", "generate")
+#: the mode with the best measured agreement on held-out next states written in the styles of real
+#: users and tools (``openclaw-rl judge-eval --cases openclaw_rl/judges/data/heldout_cases.jsonl``;
+#: table in docs/judges.md); ``auto`` picks it for built-in judge models
+DEFAULT_LOCAL_PRM_MODE = "classifier"
 #: the mode ``auto`` picks for a judge model folder (a checkpoint such as Qwen3-7B): a larger model
 #: follows the judge prompt, which the embedded 135M model does not
 MODEL_FOLDER_PRM_MODE = "logprob"
@@ -65,7 +74,7 @@ def resolve_prm_mode(mode: str | None, judge_model_path: str | None = None) -> s
 
 
 def make_local_backend(mode: str, model_path: str | None = None, **kw) -> JudgeBackend:
-    """The local backend of one resolved PRM mode (``lexical`` loads no model).
+    """The local backend of one resolved PRM mode (``classifier`` and ``lexical`` load no judge model).
 
     Args:
         mode: a :data:`PRM_MODES` value other than ``auto``.
@@ -76,9 +85,12 @@ def make_local_backend(mode: str, model_path: str | None = None, **kw) -> JudgeB
         ValueError: unknown mode or bad settings.
     """
     from openclaw_rl.judges.channel import ChannelJudgeBackend
+    from openclaw_rl.judges.classifier import ClassifierBackend
     from openclaw_rl.judges.lexical import HybridBackend, LexicalBackend
     from openclaw_rl.judges.prototype import PrototypeJudgeBackend
 
+    if mode == "classifier":
+        return ClassifierBackend()
     if mode == "lexical":
         return LexicalBackend()
     path = model_path or default_prm_model_path()
@@ -112,11 +124,30 @@ def build_backend(prm_url: str | None = None, prm_model: str | None = None,
         ValueError: bad mode or settings (from the backend).
     """
     url = prm_url or os.environ.get("PRM_URL")
+    asked = mode or os.environ.get("PRM_MODE") or "auto"
+    path = model_path or default_prm_model_path()
+    log.info("%s", describe_prm_choice(asked, path, url))
     if url:
         return OpenAIJudgeBackend(url, prm_model or os.environ.get("PRM_MODEL") or "default",
                                   api_key=prm_api_key, **kw)
-    path = model_path or default_prm_model_path()
-    return make_local_backend(resolve_prm_mode(mode or os.environ.get("PRM_MODE") or "auto", path), path, **kw)
+    return make_local_backend(resolve_prm_mode(asked, path), path, **kw)
+
+
+def describe_prm_choice(mode: str | None, judge_model_path: str | None, prm_url: str | None = None) -> str:
+    """One line saying which PRM judge runs and why, e.g. ``PRM judge: classifier (auto: built-in judge
+    model builtin:smollm2-135m; best measured mode there, docs/judges.md)``.
+
+    Raises:
+        ValueError: an unknown mode.
+    """
+    if prm_url:
+        return f"PRM judge: endpoint {prm_url} (--prm-url; the judge prompt, answers parsed for \\boxed{{v}} / Score: v)"
+    resolved = resolve_prm_mode(mode, judge_model_path)
+    if (mode or "auto") != "auto":
+        return f"PRM judge: {resolved} (--prm-mode {resolved})"
+    why = (f"built-in judge model {judge_model_path or 'default'}; best measured mode there" if is_builtin(judge_model_path)
+           else f"judge model folder {judge_model_path}; a larger model follows the judge prompt")
+    return f"PRM judge: {resolved} (auto: {why}, docs/judges.md)"
 
 
 #: every ``--hint-mode`` value: ``extractive`` (:mod:`.hint_extract`, no model), ``model`` (the judge

@@ -182,6 +182,9 @@ class JudgeInput:
         next_state_role: ``"user"``, ``"tool"`` or None (unknown).
         tool_calls: the turn's parsed tool calls (OpenAI form) or None.
         user_request: the last user message before the turn, or None.
+        history: the turn's prompt messages (OpenAI form) or None; read by judges that look at
+            the conversation before the turn (earlier tool calls, files already named:
+            :mod:`openclaw_rl.judges.tool_signals`), never rendered into a judge prompt.
     """
 
     response_text: str
@@ -189,6 +192,7 @@ class JudgeInput:
     next_state_role: str | None = None
     tool_calls: Sequence[Mapping[str, Any]] | None = None
     user_request: str | None = None
+    history: Sequence[Mapping[str, Any]] | None = None
 
     def messages(self) -> list[dict[str, str]]:
         """The PRM judge messages (:func:`build_judge_messages`) for this turn."""
@@ -211,13 +215,15 @@ def judge_input_for_turn(turn: Any, include_request: bool = True) -> JudgeInput:
         raise ValueError(f"turn {getattr(turn, 'turn_uid', '') or getattr(turn, 'id', '?')} "
                          "has no next state yet; it cannot be judged")
     request = None
+    history = getattr(turn, "messages", None) or None
     if include_request:
-        for m in reversed(getattr(turn, "messages", None) or []):
+        for m in reversed(history or []):
             if isinstance(m, Mapping) and m.get("role") == "user":
                 request = _content_text(m.get("content"))
                 break
     return JudgeInput(getattr(turn, "response_text", "") or "", turn.next_state,
-                      getattr(turn, "next_state_role", None), getattr(turn, "tool_calls", None), request)
+                      getattr(turn, "next_state_role", None), getattr(turn, "tool_calls", None), request,
+                      history)
 
 
 def judge_messages_for_turn(turn: Any, include_request: bool = True) -> list[dict[str, str]]:
@@ -229,11 +235,13 @@ def judge_messages_for_turn(turn: Any, include_request: bool = True) -> list[dic
     return judge_input_for_turn(turn, include_request).messages()
 
 
-# "Score: +1", "score = -1", "**Score:** 0", "Final score: 1" ...
-_SCORE_RE = re.compile(r"score\s*\**\s*[:=]?\s*\**\s*\(?\s*([+-]?\s*\d+(?:\.\d+)?)", re.I)
-# \boxed{1}, \boxed{-1}, \boxed{+1}
-_BOXED_RE = re.compile(r"\\boxed\s*\{\s*([+-]?\s*\d+(?:\.\d+)?)\s*\}")
+# "Score: +1", "score = -1", "**Score:** 0", "Final score: 1", "Verdict: -1", "Reward: 1" ...
+_SCORE_RE = re.compile(r"(?:score|verdict|reward|rating)\s*\**\s*[:=]?\s*\**\s*\(?\s*([+-]?\s*\d+(?:\.\d+)?)", re.I)
+# \boxed{1}, \boxed{-1}, \boxed{+1} (the reference system's format), \boxed{\text{-1}}, \boxed{{1}}
+_BOXED_RE = re.compile(r"\\boxed\s*\{\s*(?:\\text\s*\{|\{)?\s*([+-]?\s*\d+(?:\.\d+)?)\s*\}?\s*\}")
 _BARE_RE = re.compile(r"^\s*([+-]?\d+)\s*\.?\s*$")
+# a last line that is only the verdict, maybe decorated: "**-1**", "`+1`", "-1.", "(+1)"
+_LAST_LINE_RE = re.compile(r"^[\s*`_(\[]*([+-]?\d+)[\s*`_)\].!]*$")
 
 
 def _to_verdict(token: str) -> int | None:
@@ -250,8 +258,10 @@ def parse_verdict(text: str | None) -> int | None:
     """Parse a judge answer into a verdict.
 
     Accepted forms (case-insensitive, surrounding text ignored): ``Score: 1``, ``Score: +1``,
-    ``Score: -1``, ``score = 0``, ``**Score:** 1``, ``\\boxed{1}``, and an answer that is only a
-    number (``-1``). When several are present the **last** one wins (judges reason first).
+    ``Score: -1``, ``score = 0``, ``**Score:** 1``, ``Verdict: -1``, ``Reward: 1``, ``\\boxed{1}``
+    (the reference system's format; also ``\\boxed{+1}``, ``\\boxed{\\text{-1}}``), an answer that
+    is only a number (``-1``), and, when none of these is present, a last line that is only the
+    number (``**-1**``, ``+1.``). When several are present the **last** one wins (judges reason first).
 
     Args:
         text: the judge's answer (None → None).
@@ -268,4 +278,8 @@ def parse_verdict(text: str | None) -> int | None:
     if hits:
         return _to_verdict(max(hits)[1])
     bare = _BARE_RE.match(text)
-    return _to_verdict(bare.group(1)) if bare else None
+    if bare:
+        return _to_verdict(bare.group(1))
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    last = _LAST_LINE_RE.match(lines[-1]) if lines else None
+    return _to_verdict(last.group(1)) if last else None

@@ -24,6 +24,8 @@ def parse_main_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="make run", description="The main job on the embedded model.",
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--model-path", default=DEFAULT_MODEL, help="policy to serve and train")
+    p.add_argument("--backend", choices=["transformers", "vllm", "sglang"], default="transformers",
+                   help="the policy server's engine (openclaw-rl serve --backend; vllm needs `make vllm`)")
     p.add_argument("--method", choices=sorted(METHOD_ARGS), default="combine",
                    help="rl (Binary RL), opd (on-policy distillation) or combine (both)")
     p.add_argument("--preference", choices=sorted(PREFERENCES), default=DEFAULT_PREFERENCE,
@@ -77,6 +79,27 @@ def trainer_argv(a: argparse.Namespace, base: str, out: Path) -> list[str]:
             *judge, *shlex.split(a.trainer_args)]
 
 
+def report_lines(result: dict) -> list[str]:
+    """The run's outcome in a few plain lines: satisfaction, quality, the promotion gate's verdicts."""
+    q, nll, m = result["quality"], result["reference_nll"], result["mcnemar"]
+    lines = [f"held-out satisfaction {result['satisfaction_before']:.3f} -> {result['satisfaction_after']:.3f} "
+             f"(McNemar p = {m['p_value']:.2g})",
+             f"over-applied replies {q['before']['over_application']['rate']:.3f} -> "
+             f"{q['after']['over_application']['rate']:.3f}; distinct word pairs "
+             f"{q['before']['distinct_pairs']['mean']:.3f} -> {q['after']['distinct_pairs']['mean']:.3f}; words per "
+             f"reply {q['before']['words']['mean']:.1f} -> {q['after']['words']['mean']:.1f}"
+             + (f"; reference NLL {nll['rise']:+.1%}" if nll.get("rise") is not None else "")]
+    versions = result.get("gate_versions") or []
+    if versions:
+        lines.append(f"promotion gate ({result['promotion_gate'].get('mode')}): {sum(v['passed'] for v in versions)} of "
+                     f"{len(versions)} versions passed")
+        lines += [f"  version {v['version']} (step {v['step']}) rejected: {'; '.join(v['failed'])}"
+                  for v in versions if not v["passed"]]
+    if result.get("paused"):
+        lines.append(f"training paused: {result['paused']}")
+    return lines
+
+
 def _reserve(a, out: Path, test_q, pref) -> dict | None:
     """Serve the saved checkpoint on a fresh server and measure the held-out questions again."""
     from openclaw_rl.evaluation.targets import resolve_target, serving
@@ -118,8 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     train_q, test_q = question_sets(a.held_out)
     t0 = time.time()
     print(f"[main job] {a.method} on {a.model_path}; the user asks: {pref.instruction!r}", flush=True)
-    with running_server(a.model_path, out / "rl_buffer", "--served-model-name", "policy",
-                        "--torch-threads", "1", api_key=API_KEY, log_dir=out) as server:
+    with running_server(a.model_path, out / "rl_buffer", "--served-model-name", "policy", "--backend", a.backend,
+                        "--torch-threads", "1", api_key=API_KEY, log_dir=out,
+                        timeout=180.0 if a.backend == "transformers" else 960.0) as server:
         base = server.base_url.rsplit("/v1", 1)[0]
         print(f"[main job] serving at {server.base_url}; {len(test_q)} held-out questions...", flush=True)
         before = measure(base, API_KEY, test_q, pref, a.eval_max_tokens, concurrency=a.concurrency)
@@ -175,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
                                                  indent=1))
     (out / "summary.json").write_text(json.dumps(result, indent=2))
     print("\n== main job summary ==\n" + json.dumps(result, indent=2))
+    print("\n" + "\n".join(report_lines(result)))
     return 1 if driver.failed else 0
 
 

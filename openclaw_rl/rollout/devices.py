@@ -54,7 +54,9 @@ def server_backend_args(cfg: Any, log_dir: str) -> tuple[str, ...]:
     """The intercept server's engine flags for the job's ``--backend``: ``()`` for transformers;
     for vllm/sglang ``--backend``, ``--rollout-gpus`` (the rollout engine's ids as a list, so one
     id is not read as a count), ``--rollout-num-gpus-per-engine``, ``--engine-log-dir`` (under
-    ``log_dir``) and the ``--engine-python`` / ``--engine-args`` given to the job."""
+    ``log_dir``) and the ``--engine-python`` / ``--engine-args`` / ``--engine-kv-cache-gib`` given to
+    the job (a CPU replica's memory and threads are the server's to size:
+    :mod:`openclaw_rl.engine.cpu_budget`)."""
     from openclaw_rl.rollout.flags import OpenClawFlags
 
     x = cfg.flags_of("service", OpenClawFlags)
@@ -69,6 +71,8 @@ def server_backend_args(cfg: Any, log_dir: str) -> tuple[str, ...]:
         args += ["--engine-python", x.engine_python]
     if x.engine_args:
         args += ["--engine-args", x.engine_args]
+    if x.engine_kv_cache_gib:
+        args += ["--engine-kv-cache-gib", str(x.engine_kv_cache_gib)]
     return tuple(args)
 
 

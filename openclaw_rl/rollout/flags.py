@@ -29,7 +29,7 @@ __all__ = ["SERVER_SIDE_FLAGS", "OpenClawFlags", "service_flags"]
 
 #: flags that only configure the intercept server the job starts itself
 SERVER_SIDE_FLAGS = ("port", "served_model_name", "session_idle_timeout", "server_torch_threads", "backend",
-                     "engine_python", "engine_args")
+                     "engine_python", "engine_args", "engine_kv_cache_gib")
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,9 @@ class OpenClawFlags:
     engine_python: str | None = flag(None, "interpreter of the vllm/sglang engine's environment",
                                      default_text=".venv-vllm/bin/python (make vllm) or .venv-sglang/bin/python")
     engine_args: str = flag("", "more flags for each vllm/sglang engine server, one string (shell words)")
+    engine_kv_cache_gib: int | None = flag(None, "vLLM on CPU: GiB of KV cache of the started server's engine "
+                                           "(VLLM_CPU_KVCACHE_SPACE wins when set)", ge=1,
+                                           default_text="4 context windows, at most a quarter of the free memory")
     data_path: str | None = flag(None, "train offline from a recorded session file (JSON/JSONL) instead of "
                                  "live traffic (no server is started)", env="DATA_PATH", path="input")
     prm_model_path: str | None = flag(None, "local PRM judge model", env="PRM_MODEL_PATH", path="model",
@@ -73,10 +76,10 @@ class OpenClawFlags:
                                env="PRM_URL")
     prm_model_name: str | None = flag(None, "model name at --prm-url", env="PRM_MODEL", default_text="default")
     prm_api_key: str | None = flag(None, "API key of --prm-url", env="PRM_API_KEY")
-    prm_mode: Literal["auto", "lexical", "hybrid", "prototype", "channel", "logprob", "generate"] = flag(
-        "auto", "local PRM judge mode (docs/judges.md): lexical, hybrid, prototype, channel, logprob or generate; "
-        "auto = the best measured mode on the embedded model (lexical) for a builtin: judge model, logprob for a "
-        "model folder", env="PRM_MODE")
+    prm_mode: Literal["auto", "classifier", "lexical", "hybrid", "prototype", "channel", "logprob", "generate"] = flag(
+        "auto", "local PRM judge mode (docs/judges.md): classifier, lexical, hybrid, prototype, channel, logprob or "
+        "generate; auto = the best measured mode for a builtin: judge model (classifier), logprob for a model folder",
+        env="PRM_MODE")
     prm_enable: bool = flag(False, "score every agent step with the step PRM judge (agent rollouts; "
                             "openclaw_rl.agentic.step_prm)", env="PRM_ENABLE")
     prm_m: int = flag(3, "step PRM votes per agent step; the step score is the mean of the valid +1/-1 votes "

@@ -27,7 +27,8 @@ def engine_options(config: "ServerConfig") -> dict:
     return {"max_context": config.max_context, "engine_urls": config.engine_url,
             "engine_python": config.engine_python, "rollout_gpus": config.rollout_gpus,
             "gpus_per_engine": config.rollout_num_gpus_per_engine, "engine_args": shlex.split(config.engine_args),
-            "log_dir": config.engine_log_dir, "start_timeout": config.engine_start_timeout}
+            "log_dir": config.engine_logs, "start_timeout": config.engine_start_timeout,
+            "kv_cache_gib": config.engine_kv_cache_gib}
 
 
 def build_server(config: "ServerConfig", engine=None):

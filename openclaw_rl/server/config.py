@@ -62,8 +62,9 @@ class ServerConfig:
     rollout_gpus: str = ""
     rollout_num_gpus_per_engine: int = 1
     engine_args: str = ""
-    engine_log_dir: str = "./logs"
+    engine_log_dir: str | None = None
     engine_start_timeout: float = 900.0
+    engine_kv_cache_gib: int | None = None
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
     prefill_chunk_tokens: int = DEFAULT_PREFILL_CHUNK_TOKENS
 
@@ -73,6 +74,12 @@ class ServerConfig:
         if self.served_model_name:
             return self.served_model_name
         return self.model_path if self.model_path.startswith("builtin:") else Path(self.model_path).name
+
+    @property
+    def engine_logs(self) -> Path:
+        """Folder of the engine servers' logs: ``--engine-log-dir``, default ``logs/`` inside
+        ``--rl-buffer-dir`` (the server's own folder, never the current directory itself)."""
+        return Path(self.engine_log_dir) if self.engine_log_dir else Path(self.rl_buffer_dir) / "logs"
 
 
 def _env_int(name: str, default: int) -> int:
@@ -110,9 +117,14 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--rollout-num-gpus-per-engine", type=int, default=1,
                    help="GPUs per replica (tensor parallelism); ROLLOUT_GPUS / this = the number of replicas")
     e.add_argument("--engine-args", default="", help="more flags for each engine server, one string (shell words)")
-    e.add_argument("--engine-log-dir", default="./logs", help="folder of the engine servers' logs")
+    e.add_argument("--engine-log-dir", default=None,
+                   help="folder of the engine servers' logs (default: logs/ inside --rl-buffer-dir)")
     e.add_argument("--engine-start-timeout", type=float, default=900.0,
                    help="seconds to wait for the engine servers to answer")
+    e.add_argument("--engine-kv-cache-gib", type=int, default=None,
+                   help="vLLM on CPU: GiB of KV cache (VLLM_CPU_KVCACHE_SPACE, which wins when set). Default: "
+                        "room for 4 full context windows, at most a quarter of the memory available at start "
+                        "after the weights, at least one window. On GPUs vLLM's --gpu-memory-utilization applies")
     p.add_argument("--device", default="cpu", help="torch device for the transformers backend")
     p.add_argument("--enable-rl-intercept", action="store_true", help="record every turn for training")
     p.add_argument("--rl-buffer-dir", default="./rl_buffer", help="folder of the trajectory store")
@@ -212,6 +224,8 @@ def parse_server_args(argv: list[str] | None = None) -> ServerConfig:
                      "or --insecure-no-auth to serve without authentication")
     if ns.backend not in REMOTE_BACKENDS and ns.engine_url:
         parser.error(f"--engine-url needs --backend vllm or sglang (got --backend {ns.backend})")
+    if ns.engine_kv_cache_gib is not None and ns.engine_kv_cache_gib < 1:
+        parser.error("--engine-kv-cache-gib must be at least 1")
     if ns.rollout_num_gpus_per_engine < 1:
         parser.error("--rollout-num-gpus-per-engine must be at least 1")
     ns.weights_dir = tuple(str(Path(d).resolve()) for d in ns.weights_dir)

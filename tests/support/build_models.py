@@ -13,7 +13,7 @@ import time
 
 
 def main() -> int:
-    """Resolve the built-in models and the tool model; returns 0 (raises on a failed build)."""
+    """Resolve the built-in models, the PRM classifier and the tool model; returns 0 (raises on a failed build)."""
     from openclaw_rl.models import resolve_model_path
     from tests.support.tool_model import recipe_key, tool_model_path
 
@@ -21,6 +21,10 @@ def main() -> int:
         t0 = time.time()
         path = resolve_model_path(name)
         print(f"test models: {name} -> {path} ({time.time() - t0:.0f} s)", flush=True)
+    from openclaw_rl.judges.classifier import classifier_path, load_classifier
+    t0 = time.time()
+    load_classifier()  # the default CPU PRM judge: trained once into the model cache
+    print(f"test models: PRM classifier -> {classifier_path()} ({time.time() - t0:.0f} s)", flush=True)
     from tests.support.vllm_model import vllm_tiny_model
     t0 = time.time()
     print(f"test models: vLLM's tiny model -> {vllm_tiny_model()} ({time.time() - t0:.0f} s)", flush=True)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from contextlib import contextmanager
-
 import httpx
 import pytest
 
@@ -16,26 +13,8 @@ VLLM_PYTHON = REPO / DEFAULT_ENGINE_PYTHON["vllm"]
 #: skip (with the reason) where ``make vllm`` has not been run
 needs_vllm = pytest.mark.skipif(not VLLM_PYTHON.is_file(), reason=f"no vLLM environment at {VLLM_PYTHON}: run `make vllm`")
 
-#: vLLM's CPU build on a small shared machine: 1 GiB of KV cache, no thread pinning, one thread
-CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind", "OMP_NUM_THREADS": "1",
-           "HF_HUB_OFFLINE": "1"}
 #: engine flags of the tests: float32 like the transformers engine, few sequences, a short window
 ENGINE_ARGS = "--dtype float32 --max-num-seqs 8 --max-model-len 2048"
-
-
-@contextmanager
-def cpu_env():
-    """``os.environ`` with :data:`CPU_ENV` (engine servers inherit it), restored after."""
-    saved = {k: os.environ.get(k) for k in CPU_ENV}
-    os.environ.update(CPU_ENV)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def vllm_generate(url: str, token_ids: list[int], max_tokens: int, temperature: float = 0.0,

@@ -1,0 +1,245 @@
+"""Structural verdicts for a tool-call turn: what the tool returned, and what the call did.
+
+Read by the ``classifier`` PRM mode (:mod:`.classifier`) for every turn whose next state is a tool
+result, and for every turn with tool calls (a repeated call is a failure whatever it returned).
+In order, the first rule that applies decides:
+
+1. **repeated call** (``-1``): a call of this turn has the same name and the same arguments (JSON
+   compared after parsing) as a call the assistant already made earlier in the conversation: it
+   can only return what it returned before (the reference system's judge rewarded such loops);
+2. **overwrote a user's file** (``-1``): a writing call (a write / save / create tool, or a shell
+   command with ``>``, ``tee``, ``cp``, ``mv`` onto a path) whose target file already existed (it
+   is named earlier in the conversation, or the result says it was overwritten / replaced) while
+   the user's request did not ask to write to that file;
+3. **error caused by the call** (``-1``), read from the result's structure, not from words
+   anywhere in it: a JSON object with an ``error`` key, ``ok`` / ``success`` false, a non-zero
+   ``exit_code`` / ``returncode`` or an HTTP status 400-599; a Python traceback or an
+   ``XxxError: ...`` line outside a log line; ``command not found``, ``No such file or directory``,
+   ``Permission denied``, ``fatal:`` / ``error:`` opening the result; ``exit code N`` (N > 0); an
+   ``HTTP/1.1 404`` status line or ``404 Not Found``; a timeout, segfault or refused connection;
+3b. error *words* ("error", "failed", "exception", "not found", "cannot") count only when the
+   request and the call did not ask for such data, they are not inside log lines (``2024-05-01
+   12:00 ERROR ...``, ``[ERROR] ...``, ``level=error``), and they are among the first two words of
+   the output's first or last line, or the output is one line of at most 8 words: a log the user
+   asked for, or a ticket titled "Fix error message", is data, not a failure;
+4. **pending** (``0``): a status of queued / pending / running / in progress (a JSON ``state`` or
+   ``status``, or the output's opening word), "still running", "not ready yet";
+5. otherwise ``+1``: the call ran and returned data; an empty result ("(no output)", ``[]``, "no
+   results") is what a successful command or an empty search returns.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+__all__ = ["ToolVerdict", "tool_verdict", "canonical_call", "earlier_calls", "overwritten_path"]
+
+
+@dataclass(frozen=True)
+class ToolVerdict:
+    """``verdict`` in {1, -1, 0} and the rule that decided it (``reason``)."""
+
+    verdict: int
+    reason: str
+
+
+def _fn(call: Any) -> Mapping:
+    if not isinstance(call, Mapping):
+        return {}
+    fn = call.get("function", call)
+    return fn if isinstance(fn, Mapping) else {}
+
+
+def _args(call: Any) -> Any:
+    raw = _fn(call).get("arguments", {})
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except (json.JSONDecodeError, ValueError):
+            return raw.strip()
+    return raw
+
+
+def canonical_call(call: Any) -> str:
+    """``name(arguments)`` with the arguments as sorted-key JSON (a string that did not parse stays
+    as written): two calls are the same call when these strings are equal."""
+    return f"{_fn(call).get('name', '?')}({json.dumps(_args(call), sort_keys=True, ensure_ascii=False)})"
+
+
+def earlier_calls(history: Sequence[Mapping] | None) -> list[Any]:
+    """Every tool call of the assistant messages in ``history`` (OpenAI chat messages), in order."""
+    out = []
+    for m in history or []:
+        if isinstance(m, Mapping) and m.get("role") == "assistant":
+            out.extend(m.get("tool_calls") or [])
+    return out
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(p.get("text", "") for p in content if isinstance(p, Mapping))
+    return "" if content is None else str(content)
+
+
+_WRITE_TOOL = re.compile(r"write|save|create_file|put_file|overwrite|dump|store_file|upload", re.I)
+_PATH_KEYS = ("path", "file", "filename", "file_path", "filepath", "target", "dest", "destination", "output")
+
+
+def _write_targets(call: Any) -> list[str]:
+    name, args = str(_fn(call).get("name", "")), _args(call)
+    targets = []
+    if isinstance(args, Mapping) and _WRITE_TOOL.search(name):
+        targets += [str(args[k]) for k in _PATH_KEYS if isinstance(args.get(k), str)]
+    command = args.get("command") or args.get("cmd") if isinstance(args, Mapping) else None
+    if isinstance(command, str):
+        targets += re.findall(r"(?<!>)>\s*([^\s;&|>]+)", command)  # "> file", not ">> file"
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            words = command.split()
+        for i, w in enumerate(words):
+            if w == "tee" and i + 1 < len(words) and not words[i + 1].startswith("-"):
+                targets.append(words[i + 1])
+            if w in ("cp", "mv") and len(words) > i + 2:
+                targets.append(words[-1])
+    return [t for t in targets if t and not t.startswith("/dev/")]
+
+
+_EDIT_VERBS = re.compile(r"\b(writ\w*|sav\w*|overwrit\w*|replac\w*|updat\w*|edit\w*|fix\w*|chang\w*|modif\w*|"
+                         r"rewrit\w*|put|append\w*|add\w*|stor\w*|creat\w*|renam\w*|mov\w*|copy|cop\w*|refactor\w*|"
+                         r"correct\w*|clean\w*|format\w*)\b", re.I)
+_OVERWROTE = re.compile(r"\b(overwr(ote|itten|iting)|replaced (the )?existing|existing file (was )?replaced|"
+                        r"already exist\w*[^.]*\b(overwr|replac))", re.I)
+
+
+def overwritten_path(tool_calls, next_state: str, request: str | None,
+                     history: Sequence[Mapping] | None) -> str | None:
+    """The path a call of this turn overwrote without being asked to, or None (module rule 2)."""
+    earlier = " ".join(_text(m.get("content")) + " " + json.dumps(m.get("tool_calls") or [], ensure_ascii=False)
+                       for m in history or [] if isinstance(m, Mapping))
+    asked = request or ""
+    for call in tool_calls or []:
+        for path in _write_targets(call):
+            base = path.rstrip("/").rsplit("/", 1)[-1]
+            existed = bool(base) and (base in earlier or bool(_OVERWROTE.search(next_state or "")))
+            requested = base in asked and bool(_EDIT_VERBS.search(asked))
+            if existed and not requested:
+                return path
+    return None
+
+
+# -------------------------------------------------------------------------------- error structure
+_LOG_LINE = re.compile(r"^\s*(\[?\d{4}-\d\d-\d\d|\[?\d\d:\d\d:\d\d|\[?(info|warn|warning|error|err|debug|trace|fatal|"
+                       r"critical|notice)\]|.*\blevel=(error|warn|warning|info|debug))", re.I)
+_HARD_LINE = re.compile(
+    r"traceback \(most recent call last\)|^\s*(\w+\.)*\w*(error|exception)\b: |command not found|"
+    r"no such file or directory|permission denied|segmentation fault|core dumped|connection refused|"
+    r"^\s*(fatal|error|err!|npm err!)\s*: |^E: |^\S*sh: (\d+: )?.*not found\s*$|^\s*panic: |cannot find module|is not recognized as an internal or external"
+    r"|unknown (tool|function|command)\b|missing (required )?(argument|parameter)|"
+    r"unexpected keyword argument|invalid (argument|parameter|syntax|json|value|input)", re.I)
+_EXIT = re.compile(r"\b(exit(ed)?( with)?( code| status)?|return ?code|returncode|exit_code)[\"' :=]*"
+                   r"(-?\d+)\b|non-zero exit status (\d+)|\[exit (\d+)\]", re.I)
+_HTTP = re.compile(r"\bhttp/\d(\.\d)? ([45]\d\d)\b|\b([45]\d\d) (not found|bad request|unauthori[sz]ed|forbidden|"
+                   r"internal server error|service unavailable|bad gateway|too many requests|gateway time-?out|"
+                   r"conflict|unprocessable entity|method not allowed|payload too large)\b|\bstatus[\"' :=]+([45]\d\d)\b",
+                   re.I)
+_TIMEOUT = re.compile(r"\b(timed out|timeout (error|exceeded|expired)|deadline exceeded|killed \(oom\)|out of memory)\b",
+                      re.I)
+_SOFT = re.compile(r"\b(error|errors|exception|failed|failure|fatal|not found|unable to|cannot|could not)\b", re.I)
+_NO_ERRORS = re.compile(r"\b(0|no|zero|without) (errors?|failures?|failed|exceptions?)\b", re.I)
+_ASKS_ERRORS = re.compile(r"\b(errors?|fail\w*|exceptions?|warn\w*|log|logs|traceback|crash\w*|incidents?|bugs?|"
+                          r"issues?)\b", re.I)
+_PENDING = re.compile(r"\"(state|status)\"\s*:\s*\"(queued|pending|running|in[_ ]progress|scheduled|processing)\"|"
+                      r"\b(still (running|processing|pending|being \w+)|not (yet )?(ready|finished|complete))\b|"
+                      r"^\s*(status: ?)?(queued|pending|in progress|running|scheduled)\b|\b(has been|is|was) (queued|scheduled)\b",
+                      re.I)
+_TOOL_MARK = re.compile(r"^\s*\[tool[^\]\n]*\]\s*", re.I)
+
+
+def _json_error(text: str) -> str | None:
+    try:
+        obj = json.loads(text)
+    except (json.JSONDecodeError, ValueError):
+        return None
+    if not isinstance(obj, Mapping):
+        return None
+    low = {str(k).lower(): v for k, v in obj.items()}
+    if low.get("error") or low.get("errors") or low.get("exception"):
+        return "JSON error field"
+    if low.get("ok") is False or low.get("success") is False:
+        return "JSON ok/success false"
+    for key in ("exit_code", "exitcode", "returncode", "return_code", "status_code", "code", "status", "http_status"):
+        v = low.get(key)
+        if isinstance(v, int) and not isinstance(v, bool):
+            if key in ("status_code", "code", "status", "http_status") and 400 <= v <= 599:
+                return f"HTTP status {v}"
+            if key not in ("status_code", "code", "status", "http_status") and v != 0:
+                return f"exit code {v}"
+        if isinstance(v, str) and v.lower() in ("error", "failed", "failure"):
+            return f"{key}: {v}"
+    return None
+
+
+def _structural_error(text: str, asked_for_errors: bool) -> str | None:
+    reason = _json_error(text.strip())
+    if reason:
+        return reason
+    for m in _EXIT.finditer(text):
+        code = next((g for g in m.groups()[4:] if g is not None), None)
+        if code is not None and int(code) != 0:
+            return f"exit code {code}"
+    m = _HTTP.search(text)
+    if m:
+        return "HTTP error status"
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    data_lines = [ln for ln in lines if not _LOG_LINE.match(ln)]
+    for ln in data_lines[:3] + data_lines[-3:]:  # errors open or close an output; deep inside it is data
+        hit = _HARD_LINE.search(ln)
+        if hit:
+            return hit.group(0).strip()
+    if _TIMEOUT.search(text):
+        return "timeout"
+    if not asked_for_errors:  # an error word in the first two words of the first / last line, or a short output
+        short = len(data_lines) == 1 and len(data_lines[0].split()) <= 8
+        for ln in data_lines[:1] + data_lines[-1:]:
+            hit = _SOFT.search(ln)
+            if hit and (short or len(ln[:hit.start()].split()) <= 1) and not _NO_ERRORS.search(ln):
+                return hit.group(0)
+    return None
+
+
+def tool_verdict(next_state: str | None, tool_calls=None, request: str | None = None,
+                 history: Sequence[Mapping] | None = None, role: str | None = "tool") -> ToolVerdict | None:
+    """The structural verdict of a tool-call turn (module docstring), or None when no rule applies
+    (a user next state after a turn without a repeated call or an overwrite).
+
+    Args:
+        next_state: the tool result (or the user's reply). tool_calls: this turn's calls (OpenAI
+            form). request: the user's last message. history: the prompt messages before the
+            turn (OpenAI form; earlier calls and mentioned files are read from it).
+        role: ``"tool"`` when ``next_state`` is a tool result; otherwise only rules 1-2 apply.
+    """
+    before = {canonical_call(c) for c in earlier_calls(history)}
+    for call in tool_calls or []:
+        if canonical_call(call) in before:
+            return ToolVerdict(-1, f"repeated tool call {canonical_call(call)[:120]}")
+    path = overwritten_path(tool_calls, next_state or "", request, history)
+    if path:
+        return ToolVerdict(-1, f"overwrote an existing file the user did not ask to change: {path}")
+    if role != "tool":
+        return None
+    text = _TOOL_MARK.sub("", next_state or "")
+    call_args = " ".join(json.dumps(_args(c), ensure_ascii=False) for c in tool_calls or [])
+    asked = bool(_ASKS_ERRORS.search(f"{request or ''} {call_args}"))
+    reason = _structural_error(text, asked)
+    if reason:
+        return ToolVerdict(-1, f"tool error: {reason}")
+    if _PENDING.search(text):
+        return ToolVerdict(0, "pending result")
+    return ToolVerdict(1, "tool returned a result" if text.strip() else "tool ran, empty result")

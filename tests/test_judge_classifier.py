@@ -1,0 +1,177 @@
+"""The ``classifier`` PRM mode: the build, the main job's feedback, other languages, tool calls."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+import pytest
+
+from openclaw_rl.cli import main
+from openclaw_rl.judges.classifier import (ClassifierBackend, classifier_path, featurize, load_classifier,
+                                           train_classifier, training_examples)
+from openclaw_rl.judges.feedback_corpus import LANGUAGES, generate, split
+from openclaw_rl.judges.modes import build_backend, describe_prm_choice
+from openclaw_rl.judges.prompts import JudgeInput, judge_input_for_turn
+from openclaw_rl.judges.tool_signals import canonical_call, tool_verdict
+from openclaw_rl.preferences import PREFERENCES, _quality_corrections
+from slime.behaviour import Problem
+
+
+def _call(name, **args):
+    return {"type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+
+
+def _verdict(backend, inp: JudgeInput) -> int:
+    res = asyncio.run(backend.score_input(inp, 3))
+    assert len(set(res.votes)) == 1 and abs(sum(res.probs.values()) - 1) < 1e-6
+    return res.votes[0]
+
+
+@pytest.fixture(scope="module")
+def judge():
+    return ClassifierBackend()
+
+
+def test_corpus_is_multilingual_deterministic_and_holds_whole_families_back():
+    a, b = generate(0), generate(0)
+    assert a == b and {e.lang for e in a} == set(LANGUAGES) and {e.label for e in a} == {1, -1, 0}
+    train, held = split(a)
+    assert held and not {e.family for e in train} & {e.family for e in held}
+
+
+def test_training_is_deterministic():
+    rows = training_examples()[::8]
+    one, two = train_classifier(rows), train_classifier(rows)
+    assert (one.weight_D_C == two.weight_D_C).all() and (one.bias_C == two.bias_C).all()
+
+
+def test_build_goes_into_the_model_cache_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENCLAW_RL_CACHE", str(tmp_path))
+    path = classifier_path()
+    assert str(path).startswith(str(tmp_path)) and not path.exists()
+    clf = load_classifier()  # trains it now (seconds) and writes the cache file
+    assert path.is_file() and load_classifier() is clf
+    p = clf.probs("No, that's wrong.")
+    assert max(p, key=p.get) == -1
+
+
+@pytest.mark.parametrize("name", sorted(PREFERENCES))
+def test_the_main_jobs_feedback_is_judged_right(judge, name):
+    pref = PREFERENCES[name]
+    for text in pref.corrections:
+        assert _verdict(judge, JudgeInput("reply", text, "user", None, pref.instruction)) == -1, text
+    for text in pref.praises:
+        assert _verdict(judge, JudgeInput("reply", text, "user", None, pref.instruction)) == 1, text
+    for problem in [*(p.value for p in Problem), "no_answer"]:  # a reply that keeps the rule but is unusable
+        for text in _quality_corrections(problem, pref.over_terms):
+            assert _verdict(judge, JudgeInput("reply", text, "user", None, pref.instruction)) == -1, text
+
+
+@pytest.mark.parametrize("text", ["Nein, das ist falsch.", "No, eso está mal.", "Non, c'est faux.", "不对，错了。"])
+def test_a_correction_in_another_language_is_minus_one(judge, text):
+    assert _verdict(judge, JudgeInput("Paris is in Italy.", text, "user", None, "Where is Paris?")) == -1
+
+
+def test_the_same_tool_call_again_is_minus_one_whatever_it_returned(judge):
+    history = [{"role": "user", "content": "What's in notes.txt?"},
+               {"role": "assistant", "content": "", "tool_calls": [_call("read_file", path="notes.txt")]},
+               {"role": "tool", "content": "Buy milk."}]
+    again = [{"type": "function", "function": {"name": "read_file", "arguments": '{ "path":"notes.txt" }'}}]
+    assert canonical_call(again[0]) == canonical_call(history[1]["tool_calls"][0])  # same call, other spacing
+    assert _verdict(judge, JudgeInput("", "Buy milk.", "tool", again, "What's in notes.txt?", history)) == -1
+    other = [_call("read_file", path="todo.txt")]
+    assert _verdict(judge, JudgeInput("", "Call Bob.", "tool", other, "And todo.txt?", history)) == 1
+
+
+def test_overwriting_the_users_file_is_not_rewarded(judge):
+    history = [{"role": "user", "content": "Summarise my homework.docx for me."},
+               {"role": "assistant", "content": "", "tool_calls": [_call("read_file", path="homework.docx")]},
+               {"role": "tool", "content": "Essay: the causes of WW1 ..."}]
+    request = "Summarise my homework.docx for me."
+    write = [_call("write_file", path="homework.docx", content="Summary: ...")]
+    inp = JudgeInput("", "wrote 212 bytes to homework.docx", "tool", write, request, history)
+    assert _verdict(judge, inp) == -1
+    shell = [_call("exec", command="echo summary > homework.docx")]
+    assert _verdict(judge, JudgeInput("", "", "tool", shell, request, history)) == -1
+    asked = "Fix the typo in homework.docx and save it."
+    assert _verdict(judge, JudgeInput("", "wrote 212 bytes", "tool", write, asked, history)) == 1
+    new = [_call("write_file", path="summary.md", content="Summary: ...")]
+    assert _verdict(judge, JudgeInput("", "wrote 40 bytes to summary.md", "tool", new, request, history)) == 1
+
+
+@pytest.mark.parametrize("result, request_text, expected", [
+    ("Traceback (most recent call last):\n  File \"a.py\", line 1\nNameError: name 'x' is not defined", "Run a.py.", -1),
+    ("make: *** [build] Error 1\n[exit code: 2]", "Build it.", -1),
+    ("HTTP/1.1 404 Not Found\n\n{}", "Fetch the user.", -1),
+    ('{"status": 401, "message": "token expired"}', "Post it.", -1),
+    ("bash: gti: command not found", "Show the log.", -1),
+    ('{"ok": false, "reason": "bad time"}', "Book it.", -1),
+    ("2024-05-02 10:01 ERROR db reset\n2024-05-02 10:02 INFO ok", "Show the errors in the log.", 1),
+    ("PROJ-1  Fix error message on login page\nPROJ-2  Add retry to the uploader", "List my tickets.", 1),
+    ("", "Are there TODOs left?", 1),
+    ("24 passed in 3.1s", "Run the tests.", 1),
+    ('{"job": 9, "state": "queued"}', "Start the job.", 0),
+])
+def test_tool_results_are_read_by_structure(result, request_text, expected):
+    assert tool_verdict(result, [_call("exec", command="x")], request_text).verdict == expected
+
+
+def test_features_carry_the_turns_context():
+    assert "ctx:new_number" in featurize("The ticket says 7:50.", "When is my train?", "It leaves at 7:15.")
+    assert "ctx:repeats_request" in featurize("how do I undo the last commit", "How do I undo the last commit?", "x")
+    assert "ctx:pastes_reply" in featurize("Here:\nfor i in range(n):\n    s += i", "Fix it", "for i in range(n):\n  x")
+
+
+def test_judge_input_carries_the_turns_history():
+    class Turn:
+        response_text, next_state, next_state_role, tool_calls = "", "ok", "tool", [_call("ls")]
+        messages = [{"role": "user", "content": "List files."}]
+
+    inp = judge_input_for_turn(Turn())
+    assert inp.user_request == "List files." and list(inp.history) == Turn.messages
+
+
+def test_auto_picks_the_classifier_and_says_so_in_one_line(monkeypatch, caplog):
+    monkeypatch.delenv("PRM_URL", raising=False)
+    monkeypatch.delenv("PRM_MODE", raising=False)
+    with caplog.at_level(logging.INFO, logger="openclaw_rl.judges.modes"):
+        backend = build_backend(model_path="builtin:smollm2-135m")
+    assert isinstance(backend, ClassifierBackend)
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "openclaw_rl.judges.modes"]
+    assert line.startswith("PRM judge: classifier (auto:") and "\n" not in line
+    assert describe_prm_choice("auto", "/models/qwen3-7b").startswith("PRM judge: logprob (auto:")
+    assert describe_prm_choice("lexical", None) == "PRM judge: lexical (--prm-mode lexical)"
+    assert describe_prm_choice("auto", None, "http://judge/v1").startswith("PRM judge: endpoint http://judge/v1")
+
+
+def test_judge_eval_reports_recall_flips_tags_and_languages(tmp_path, capsys):
+    rows = [  # lexical: a and b right, c a sign flip (a +1 case voted -1), d right; e voted 0
+        {"name": "a", "request": "Q", "response": "A", "next_state": "Thanks!", "role": "user", "expected": 1,
+         "tags": ["thanks"]},
+        {"name": "b", "request": "Q", "response": "A", "next_state": "No, that's wrong.", "role": "user",
+         "expected": -1, "tags": ["explicit"]},
+        {"name": "c", "request": "Q", "response": "A", "next_state": "Thanks anyway, it works now.",
+         "role": "user", "expected": 1, "tags": ["worked", "lang:en"]},
+        {"name": "d", "request": "Q", "response": "A", "next_state": "Nope.", "role": "user", "expected": -1,
+         "tags": ["terse", "lang:de"]},
+        {"name": "e", "request": "Q", "response": "A", "next_state": "Nein, das ist falsch.", "role": "user",
+         "expected": -1, "tags": ["explicit", "lang:de"]},
+    ]
+    path = tmp_path / "c.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    assert main(["judge-eval", "--cases", str(path), "--modes", "lexical", "--json"]) == 0
+    (r,) = json.loads(capsys.readouterr().out)["prm"]
+    assert r["confusion"]["1"] == {"1": 1, "-1": 1, "0": 0} and r["confusion"]["-1"] == {"1": 0, "-1": 2, "0": 1}
+    assert r["sign_flip_rate"] == 1 / 5 and r["recall"]["1"] == 0.5 and r["recall"]["-1"] == 2 / 3
+    assert r["per_lang"] == {"en": {"n": 3, "correct": 2, "accuracy": 2 / 3}, "de": {"n": 2, "correct": 1, "accuracy": 0.5}}
+    assert r["per_tag"]["explicit"] == {"n": 2, "correct": 1, "accuracy": 0.5} and "lang:de" not in r["per_tag"]
+    assert main(["judge-eval", "--cases", str(path), "--modes", "lexical,classifier"]) == 0
+    out = capsys.readouterr().out
+    assert "flips" in out.splitlines()[1] and "rec -1" in out.splitlines()[1]
+    row = next(ln for ln in out.splitlines() if ln.startswith("lexical "))
+    assert " 0.200 " in row  # the sign-flip rate
+    de = next(ln for ln in out.splitlines() if ln.startswith("de "))
+    assert de.split()[1] == "2" and de.split()[2] == "0.500"  # n, lexical's accuracy
+    assert next(ln for ln in out.splitlines() if ln.startswith("explicit ")).split()[1] == "2"
