@@ -7,7 +7,7 @@ One owner for the checks that three places apply the same way:
   replies show a problem the last good version's did not is not served;
 * the collapse guard's sample filter (:mod:`slime.admission`): a degenerate sample never becomes
   training data;
-* the main job's simulated user (``openclaw_rl.main_job``), which corrects such a reply as a
+* the main job's simulated user, which corrects such a reply as a
   person would, and its quality metrics (over-application rate, distinct word pairs).
 
 Each check is a plain function of the text (no model, no tokenizer); :func:`behaviour_problems`

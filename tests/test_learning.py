@@ -54,7 +54,8 @@ def test_mean_reward_rises_with_a_deterministic_reward(tmp_path):
         "--truncated-replies", "train",
         # RL mechanics on a tiny random model: its replies are garbage text by nature and lr 5e-2 moves it
         # several nats per token a step, which the collapse guard (tested in tests/slime) would stop
-        "--degenerate-samples", "train", "--collapse-guard", "off"])
+        # and a random policy's reference NLL and canary replies say nothing the promotion gate could use
+        "--degenerate-samples", "train", "--collapse-guard", "off", "--promotion-gate", "off"])
     stop, failures = threading.Event(), []
     driver = threading.Thread(target=_traffic, args=(port, stop, failures), daemon=True)
     driver.start()
