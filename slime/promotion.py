@@ -16,7 +16,8 @@ measures them (:func:`measure_version`) on what the rollout service hands the ga
    held-out turns. The share of canary replies with a :mod:`slime.behaviour` problem (repetition
    loop, rare-character run, over-application, tool-call loop) the last good version's reply to
    the same prompt did not have, and the share that only end at the token limit where the last
-   good version's ended on their own, may each be at most ``--gate-max-new-problems``. When half
+   good version's ended on their own, may each be at most ``--gate-max-new-problems`` (and a
+   check fails only when at least two replies got worse: one sampled reply is noise). When half
    or more of the last good version's canary replies already show a problem (a random or
    untrained policy), these checks are skipped (``gate/canary_check_skipped``).
 
@@ -53,6 +54,9 @@ log = logging.getLogger("slime.train")
 #: when the last good version's canary replies already show problems this often, the canary
 #: checks cannot tell a worse version from it (a random or untrained policy) and are skipped
 UNINFORMATIVE_CANARIES = 0.5
+#: a canary check fails only when at least this many replies changed for the worse: one sampled
+#: reply that now runs to the limit is noise (measured: the default run's step 2, 1 of 6)
+MIN_CHANGED_CANARIES = 2
 
 
 class GateMode(StrEnum):
@@ -358,11 +362,11 @@ class PromotionGate:
             m["gate/canary_problem_share"] = sum(bool(candidate.canary[k].problems) for k in shared) / n
             m["gate/new_problem_share"] = share = len(new_problems) / n
             m["gate/new_truncation_share"] = cut = len(new_cut) / n
-            if share > t.max_new_problems:
+            if share > t.max_new_problems and len(new_problems) >= MIN_CHANGED_CANARIES:
                 k = new_problems[0]
                 failed.append(f"{len(new_problems)}/{n} canary replies newly degenerate > {t.max_new_problems:.0%} "
                               f"({', '.join(candidate.canary[k].problems)}: {candidate.canary[k].text[:60]!r})")
-            if cut > t.max_new_problems:
+            if cut > t.max_new_problems and len(new_cut) >= MIN_CHANGED_CANARIES:
                 failed.append(f"{len(new_cut)}/{n} canary replies newly run to the token limit > {t.max_new_problems:.0%}")
         m["gate/passed"] = float(not failed)
         return GateReport(not failed, failed, m, candidate)

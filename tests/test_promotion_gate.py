@@ -57,6 +57,15 @@ def test_each_check_rejects_what_it_guards(candidate, check):
     assert report.metrics["gate/passed"] == 0.0
 
 
+def test_one_changed_canary_is_noise():
+    gate = PromotionGate(GateMode.ENFORCE)
+    gate.refresh_baseline(lambda skip: _measure(canary={f"canary:{i}": CLEAN for i in range(6)}))
+    cut = CanaryReply("and so on and", True, ())
+    assert gate.judge(_measure(canary={**{f"canary:{i}": CLEAN for i in range(5)}, "canary:5": cut}), {}).passed
+    assert not gate.judge(_measure(canary={**{f"canary:{i}": CLEAN for i in range(4)}, "canary:4": cut,
+                                           "canary:5": cut}), {}).passed
+
+
 def test_problems_the_last_good_version_already_had_are_not_new():
     gate = PromotionGate(GateMode.ENFORCE)
     gate.refresh_baseline(lambda skip: _measure(canary={"canary:0": SPAM, "canary:1": CLEAN}))
