@@ -70,6 +70,9 @@ def test_a_method_from_one_file_trains_two_steps_in_a_ray_job(tiny_server, ray_h
              "--data-path", str(data), "--custom-rm-path", "tests/plugins/low_ids_reward.py",
              "--rollout-batch-size", "2", "--num-rollout", "2", "--rollout-max-response-len", "8", "--lr", "1e-3",
              "--truncated-replies", "train",  # the tiny model's 6-token replies are all cut
+             # the method's mechanics on a random policy, whose garbage replies the degenerate-sample filter
+             # would mask now and then (tests/slime/test_degenerate_samples.py checks the filter)
+             "--degenerate-samples", "train",
              "--rl-buffer-dir", str(tmp_path / "buf"), "--log-dir", str(tmp_path / "logs"),
              "--save", str(tmp_path / "ckpt")]
     r = subprocess.run(["ray", "job", "submit", "--address", f"http://127.0.0.1:{dash}", "--working-dir", str(REPO),

@@ -138,6 +138,7 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
         if resume is not None:
             try:
                 await asyncio.to_thread(service.engine.load_weights, resume.model_path, resume.version)
+                versions.serving = resume
                 log.info("serving weight version %d again (%s), as before the restart", resume.version,
                          resume.model_path)
             except (ValueError, OSError, EngineError) as exc:
@@ -191,8 +192,8 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
         service.admission.weight_version.set(service.engine.weight_version)
-        served = await asyncio.to_thread(versions.get, service.engine.weight_version)
-        for name, value in (served.gate if served else {}).items():
+        served = versions.serving
+        for name, value in (served.gate if served and served.version == service.engine.weight_version else {}).items():
             if isinstance(value, (int, float)):
                 gate_gauge.labels(name.removeprefix("gate/")).set(value)
         return Response(generate_latest(service.admission.registry), media_type=CONTENT_TYPE_LATEST)

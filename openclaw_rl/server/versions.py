@@ -54,6 +54,7 @@ class VersionRegistry:
         self.store = store
         self._lock = threading.Lock()
         self._memory: dict[int, VersionInfo] = {}
+        self.serving: VersionInfo | None = None  # in memory: /metrics reads it without touching the store
 
     def record(self, version: int, model_path: str, gate: dict | None = None) -> VersionInfo:
         """``version`` is served now (earlier ``served`` ones become ``superseded``); returns it."""
@@ -66,6 +67,7 @@ class VersionRegistry:
                     if v.status == "served":
                         v.status = "superseded"
                 self._memory[info.version] = info
+            self.serving = info
         return info
 
     def get(self, version: int) -> VersionInfo | None:
@@ -86,10 +88,11 @@ class VersionRegistry:
         with self._lock:
             if self.store is not None:
                 self.store.roll_back_versions(int(version))
-                return
-            for v in self._memory.values():
-                v.status = "served" if v.version == version else ("rolled_back" if v.version > version
-                                                                   else "superseded")
+            else:
+                for v in self._memory.values():
+                    v.status = "served" if v.version == version else ("rolled_back" if v.version > version
+                                                                       else "superseded")
+        self.serving = self.get(version)
 
     @staticmethod
     def to_json(info: VersionInfo, turns: dict[str, int] | None = None) -> dict[str, Any]:
