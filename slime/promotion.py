@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
@@ -188,8 +189,6 @@ def measure_version(backend: Any, data: GateData, skip: set[str] | frozenset[str
     Returns:
         The :class:`VersionMeasure` of the measured items.
     """
-    import time
-
     t0 = time.perf_counter()
     out = VersionMeasure()
     todo = [(k, s) for i, s in enumerate(data.heldout) if (k := _item_key("heldout", s, i)) not in skip]

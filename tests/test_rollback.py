@@ -12,6 +12,7 @@ import torch
 
 from openclaw_rl.models import load_model, load_tokenizer
 from tests.support.server import running_server
+from tests.support.traffic import streaming_traffic
 
 AUTH = {"Authorization": "Bearer sk-test"}
 
@@ -54,20 +55,7 @@ def test_rollback_under_streaming_traffic_and_bad_input(tmp_path):
         assert listed["data"][0]["gate"]["gate/reference_nll_rise"] == 0.01
         assert listed["data"][-1]["turns_sampled"] == 1  # the first greedy request, on version 0
 
-        statuses: list[int] = []
-        stop = threading.Event()
-
-        def traffic():
-            while not stop.is_set():
-                r = httpx.post(base + "/v1/chat/completions", headers=AUTH, timeout=120,
-                               json={"messages": [{"role": "user", "content": "keep talking"}],
-                                     "max_tokens": 6, "stream": True, "session_id": "traffic"})
-                statuses.append(r.status_code if r.text.rstrip().endswith("[DONE]") else -1)
-
-        threads = [threading.Thread(target=traffic) for _ in range(2)]
-        for t in threads:
-            t.start()
-        try:
+        with streaming_traffic(base + "/v1", AUTH) as statuses:
             cli = subprocess.run([sys.executable, "-m", "openclaw_rl.cli", "rollback", "--to", "1", "--url", base,
                                   "--admin-api-key", "sk-test"], capture_output=True, text=True, timeout=300)
             assert cli.returncode == 0, cli.stderr
@@ -75,10 +63,6 @@ def test_rollback_under_streaming_traffic_and_bad_input(tmp_path):
             r = httpx.post(base + "/admin/rollback", headers=AUTH, json={"version": 0}, timeout=120)
             assert r.status_code == 200 and r.json()["weight_version"] == 0
             threading.Event().wait(1.0)
-        finally:
-            stop.set()
-            for t in threads:
-                t.join(120)
         assert statuses and all(s == 200 for s in statuses)
         assert httpx.get(base + "/healthz").json()["weight_version"] == 0
         assert _greedy(base) == text0 != text2  # the base weights answer again

@@ -13,6 +13,7 @@ import torch
 from openclaw_rl.capture.store import TrajectoryStore
 from openclaw_rl.models import load_model, load_tokenizer
 from tests.support.server import running_server
+from tests.support.traffic import streaming_traffic
 
 AUTH = {"Authorization": "Bearer sk-test"}
 
@@ -40,29 +41,12 @@ def _check_update(tiny_server, tmp_path):
     model.save_pretrained(ckpt)
     load_tokenizer("builtin:tiny-qwen3").save_pretrained(ckpt)
 
-    statuses: list[int] = []
-    stop = threading.Event()
-
-    def traffic():
-        while not stop.is_set():
-            r = httpx.post(tiny_server.base_url + "/chat/completions", headers=AUTH, timeout=120,
-                           json={"messages": [{"role": "user", "content": "keep talking"}],
-                                 "max_tokens": 6, "stream": True, "session_id": "traffic"})
-            statuses.append(r.status_code if r.text.rstrip().endswith("[DONE]") else -1)
-
-    threads = [threading.Thread(target=traffic) for _ in range(2)]
-    for t in threads:
-        t.start()
-    try:
+    with streaming_traffic(tiny_server.base_url, AUTH) as statuses:
         r = httpx.post(tiny_server.base_url.replace("/v1", "") + "/admin/update_weights_from_disk",
                        headers=AUTH, json={"model_path": str(ckpt), "weight_version": 1}, timeout=120)
         assert r.status_code == 200 and r.json() == {"success": True, "weight_version": 1}
         # keep the traffic going across the swap for a moment
         threading.Event().wait(1.0)
-    finally:
-        stop.set()
-        for t in threads:
-            t.join(120)
     assert statuses and all(s == 200 for s in statuses)
     assert httpx.get(tiny_server.base_url.replace("/v1", "/healthz")).json()["weight_version"] == 1
     after = _greedy(tiny_server, "same prompt")["choices"][0]["message"]["content"]
