@@ -15,9 +15,11 @@ measures them (:func:`measure_version`) on what the rollout service hands the ga
    ``--gate-canary-max-tokens``): the service's fixed canary prompts and the prompts of the
    held-out turns. The share of canary replies with a :mod:`slime.behaviour` problem (repetition
    loop, rare-character run, over-application, tool-call loop) the last good version's reply to
-   the same prompt did not have, and the share that only end at the token limit where the last
-   good version's ended on their own, may each be at most ``--gate-max-new-problems`` (and a
-   check fails only when at least two replies got worse: one sampled reply is noise). When half
+   the same prompt did not have, and the net share that only end at the token limit where the
+   last good version's ended on their own (less those that now end on their own where the last
+   good version's ran to the limit: sampling moves both ways), may each be at most
+   ``--gate-max-new-problems`` (and a check fails only when at least two replies got worse: one
+   sampled reply is noise). When half
    or more of the last good version's canary replies already show a problem (a random or
    untrained policy), these checks are skipped (``gate/canary_check_skipped``).
 
@@ -356,17 +358,21 @@ class PromotionGate:
         elif shared:
             new_problems = [k for k in shared if candidate.canary[k].problems and not self.baseline.canary[k].problems]
             new_cut = [k for k in shared if candidate.canary[k].hit_limit and not self.baseline.canary[k].hit_limit]
+            # a reply that now ends on its own offsets one newly cut: sampling moves both ways
+            new_ended = [k for k in shared if self.baseline.canary[k].hit_limit and not candidate.canary[k].hit_limit]
+            net_cut = len(new_cut) - len(new_ended)
             n = len(shared)
             m["gate/canaries"] = float(n)
             m["gate/canary_problem_share"] = sum(bool(candidate.canary[k].problems) for k in shared) / n
             m["gate/new_problem_share"] = share = len(new_problems) / n
-            m["gate/new_truncation_share"] = cut = len(new_cut) / n
+            m["gate/new_truncation_share"] = cut = max(net_cut, 0) / n
             if share > t.max_new_problems and len(new_problems) >= MIN_CHANGED_CANARIES:
                 k = new_problems[0]
                 failed.append(f"{len(new_problems)}/{n} canary replies newly degenerate > {t.max_new_problems:.0%} "
                               f"({', '.join(candidate.canary[k].problems)}: {candidate.canary[k].text[:60]!r})")
-            if cut > t.max_new_problems and len(new_cut) >= MIN_CHANGED_CANARIES:
-                failed.append(f"{len(new_cut)}/{n} canary replies newly run to the token limit > {t.max_new_problems:.0%}")
+            if cut > t.max_new_problems and net_cut >= MIN_CHANGED_CANARIES:
+                failed.append(f"{len(new_cut)}/{n} canary replies newly run to the token limit, {len(new_ended)} newly "
+                              f"end on their own: net {cut:.0%} > {t.max_new_problems:.0%}")
         m["gate/passed"] = float(not failed)
         return GateReport(not failed, failed, m, candidate)
 

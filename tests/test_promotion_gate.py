@@ -66,6 +66,18 @@ def test_one_changed_canary_is_noise():
                                            "canary:5": cut}), {}).passed
 
 
+def test_replies_newly_cut_are_offset_by_replies_that_now_end():
+    cut = CanaryReply("and so on and", True, ())
+    gate = PromotionGate(GateMode.ENFORCE)
+    gate.refresh_baseline(lambda skip: _measure(canary={**{f"canary:{i}": CLEAN for i in range(4)},
+                                                        **{f"canary:{i}": cut for i in range(4, 8)}}))
+    swapped = {**{f"canary:{i}": cut for i in range(3)}, "canary:3": CLEAN,
+               **{f"canary:{i}": CLEAN for i in range(4, 7)}, "canary:7": cut}
+    report = gate.judge(_measure(canary=swapped), {})  # 3 newly cut, 3 newly end: the same share cut
+    assert report.passed, report.failed
+    assert report.metrics["gate/new_truncation_share"] == 0.0
+
+
 def test_problems_the_last_good_version_already_had_are_not_new():
     gate = PromotionGate(GateMode.ENFORCE)
     gate.refresh_baseline(lambda skip: _measure(canary={"canary:0": SPAM, "canary:1": CLEAN}))
