@@ -26,7 +26,7 @@ from typing import Mapping, Sequence
 
 from openclaw_rl.capture.failures import CAPTURE_ERRORS, CaptureFailures
 from openclaw_rl.capture.sessions import Attribution, attribute, extract_next_state, reply_fingerprint
-from openclaw_rl.capture.store import AWAITING_NEXT, TrajectoryStore, TurnRecord, TurnType
+from openclaw_rl.capture.store import AWAITING_NEXT, ForgottenSession, TrajectoryStore, TurnRecord, TurnType
 from openclaw_rl.capture.turn_rules import TurnRules
 
 log = logging.getLogger(__name__)
@@ -129,26 +129,32 @@ class Recorder:
         return check_prefix(prev.prompt_ids, prev.response_ids, prompt_ids)
 
     async def record(self, attr: Attribution, cont: Continuity, rec: TurnRecord,
-                     reply: Mapping) -> TurnRecord | None:
+                     reply: Mapping, started_at: float | None = None) -> TurnRecord | None:
         """Commit a finished turn (durable on return); closes the session if the client said so.
+
+        ``started_at``: when the request started (UNIX seconds); a turn of a session forgotten
+        since then is not recorded (:mod:`openclaw_rl.capture.forget`).
 
         Returns:
             The saved record, or None when the store failed (counted and logged; the caller
-            serves the reply anyway).
+            serves the reply anyway) or the session was forgotten meanwhile.
         """
         rec.session_id, rec.turn_type, rec.side_reason = attr.session_id, attr.turn_type, attr.side_reason
         rec.prefix_ok, rec.prefix_break_at = cont.ok, cont.break_at
         fingerprint = reply_fingerprint(rec.messages, reply)
 
         def commit() -> TurnRecord:
-            self.store.touch_session(attr.session_id, attr.source)
-            saved = self.store.add_turn(rec, fingerprint=fingerprint)
+            self.store.touch_session(attr.session_id, attr.source, started_at=started_at)
+            saved = self.store.add_turn(rec, fingerprint=fingerprint, started_at=started_at)
             if attr.done:
                 self.store.close_session(attr.session_id)
             return saved
 
         try:
             saved = await asyncio.to_thread(commit)
+        except ForgottenSession as exc:
+            log.info("%s", exc)
+            return None
         except CAPTURE_ERRORS as exc:
             self.failures.failed("record", exc)
             return None

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["ADDED_COLUMNS", "AWAITING_NEXT", "CLAIMED", "JUDGED", "JUDGING", "READY", "SCHEMA", "SIDE", "SKIPPED",
+__all__ = ["ADDED_COLUMNS", "AFTER_MIGRATIONS", "AWAITING_NEXT", "CLAIMED", "JUDGED", "JUDGING", "READY", "SCHEMA", "SIDE", "SKIPPED",
            "TABLES", "TRAINED", "TURN_COLUMNS", "Column", "Table", "TurnRecord", "TurnStatus", "TurnType", "dumps",
            "insert_turn_sql", "migrations", "row_to_record", "turn_insert_values"]
 
@@ -119,6 +119,9 @@ TURN_COLUMNS: tuple[Column, ...] = (
     Column("constrained", "INTEGER", "constrained", "bool", added=True),
     Column("ids_from_text", "INTEGER", "ids_from_text", "bool", added=True),
     Column("images_json", "TEXT", "images", "json", added=True),
+    # the chat completion's ``id`` the client got (``chatcmpl-...``): explicit feedback names it
+    Column("completion_id", "TEXT", "completion_id", added=True),
+    Column("trained_at", "REAL", added=True, inserted=False),
 )
 
 TABLES: tuple[Table, ...] = (
@@ -137,7 +140,29 @@ TABLES: tuple[Table, ...] = (
     Table("weight_versions", (Column("version", "INTEGER PRIMARY KEY"), Column("model_path", "TEXT NOT NULL"),
                               Column("served_at", "REAL NOT NULL"), Column("gate_json", "TEXT"),
                               Column("status", "TEXT NOT NULL"))),
+    # a person's explicit rating of a main turn (openclaw_rl.capture.feedback): overrides the judge's
+    # vote when the turn is trained; a correction becomes the turn's hint
+    Table("feedback", (Column("turn_id", "INTEGER PRIMARY KEY REFERENCES turns(id)"),
+                       Column("rating", "INTEGER NOT NULL CHECK (rating IN (-1, 1))"),
+                       Column("correction", "TEXT"), Column("created_at", "REAL NOT NULL"),
+                       Column("status_at_rating", "TEXT NOT NULL"), Column("applied_step", "INTEGER"))),
+    # lessons: accepted hindsight hints, de-duplicated (openclaw_rl.capture.lessons); a deleted one
+    # keeps its row (``deleted`` = 1, text emptied) so the same hint arriving again stays deleted
+    Table("lessons", (Column("id", "INTEGER PRIMARY KEY AUTOINCREMENT"), Column("key", "TEXT NOT NULL UNIQUE"),
+                      Column("text", "TEXT NOT NULL"), Column("created_at", "REAL NOT NULL"),
+                      Column("updated_at", "REAL NOT NULL"), Column("edited", "INTEGER NOT NULL DEFAULT 0"),
+                      Column("deleted", "INTEGER NOT NULL DEFAULT 0"))),
+    # forgotten sessions (openclaw_rl.capture.forget): the SHA-256 of the session id, never the id, and
+    # when; a turn of one whose request started before that is not recorded (it was in flight)
+    Table("forgotten", (Column("session_key", "TEXT PRIMARY KEY"), Column("forgotten_at", "REAL NOT NULL"))),
+    Table("lesson_sources", (Column("lesson_id", "INTEGER NOT NULL REFERENCES lessons(id)"),
+                             Column("turn_id", "INTEGER NOT NULL REFERENCES turns(id)")),
+          ("CREATE UNIQUE INDEX IF NOT EXISTS lesson_sources_pair ON lesson_sources(lesson_id, turn_id);",
+           "CREATE INDEX IF NOT EXISTS lesson_sources_turn ON lesson_sources(turn_id);")),
 )
+
+#: statements run after the in-place migrations (indexes on columns an older database gets then)
+AFTER_MIGRATIONS = ("CREATE INDEX IF NOT EXISTS turns_completion ON turns(completion_id)",)
 
 #: the whole schema, derived from :data:`TABLES`
 SCHEMA = "\n".join(t.create_sql() for t in TABLES)
@@ -187,6 +212,8 @@ class TurnRecord:
     #: the client sent; ``messages`` refer to them by ``sha256``), None for a text prompt; the
     #: trained sample's ``pixel_values`` are rebuilt from them (:mod:`openclaw_rl.capture.images`)
     images: list[dict] | None = None
+    #: the chat completion ``id`` the client received (None for imported turns)
+    completion_id: str | None = None
     # filled by the store
     id: int | None = None
     turn_index: int | None = None

@@ -13,6 +13,7 @@ one, so the store works again once the disk recovers, with nothing committed bef
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import threading
@@ -20,10 +21,28 @@ import time
 from pathlib import Path
 from typing import Iterable
 
-from openclaw_rl.capture.records import (ADDED_COLUMNS, AWAITING_NEXT, CLAIMED, HELD_OUT,  # noqa: F401
+from openclaw_rl.capture import lessons as _lessons
+from openclaw_rl.capture.records import (ADDED_COLUMNS, AFTER_MIGRATIONS, AWAITING_NEXT, CLAIMED, HELD_OUT,  # noqa: F401
                                          JUDGED, JUDGING, READY, SCHEMA, SIDE, SKIPPED, TRAINED, TurnRecord, TurnStatus,
                                          TurnType, dumps as _dumps, insert_turn_sql, migrations,
                                          row_to_record as _row_to_record, turn_insert_values)
+
+class ForgottenSession(Exception):
+    """A turn of a session forgotten after its request started (it was in flight): not recorded."""
+
+
+def session_key(session_id: str) -> str:
+    """The SHA-256 of a session id: how the ``forgotten`` table names a session without its id."""
+    return hashlib.sha256(session_id.encode("utf-8")).hexdigest()
+
+
+def _check_forgotten(db: sqlite3.Connection, session_id: str, started_at: float | None) -> None:
+    if started_at is None:
+        return
+    row = db.execute("SELECT forgotten_at FROM forgotten WHERE session_key=?", (session_key(session_id),)).fetchone()
+    if row is not None and row[0] >= started_at:
+        raise ForgottenSession(f"session {session_id} was forgotten while this request ran; its turn is not recorded")
+
 
 class TrajectoryStore:
     """SQLite-backed store of sessions and turns.
@@ -52,8 +71,11 @@ class TrajectoryStore:
             db.row_factory = sqlite3.Row
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
+            db.execute("PRAGMA secure_delete=ON")  # deleted rows are overwritten with zeros (forgetting)
             db.executescript(SCHEMA)
             for statement in migrations("turns", (r[1] for r in db.execute("PRAGMA table_info(turns)"))):
+                db.execute(statement)
+            for statement in AFTER_MIGRATIONS:
                 db.execute(statement)
         except BaseException:
             db.close()
@@ -89,11 +111,50 @@ class TrajectoryStore:
     def _tx(self):
         return _Transaction(self)
 
+    def transaction(self) -> "_Transaction":
+        """``with store.transaction() as db:`` one ``BEGIN IMMEDIATE`` ... ``COMMIT`` (rolled back on
+        an error) on the store's connection, for the store's companions (feedback, lessons,
+        forgetting: :mod:`openclaw_rl.capture`)."""
+        return _Transaction(self)
+
+    def compact(self, attempts: int = 20) -> bool:
+        """Rebuild the database so deleted rows leave no bytes on disk: checkpoint and truncate the
+        write-ahead log, ``VACUUM``, truncate the log again (with ``secure_delete`` the deleted
+        cells were zeroed already). Retries while another connection keeps the log busy.
+
+        Returns:
+            True when the log ended empty, False when it stayed busy after ``attempts`` tries.
+        """
+        for attempt in range(attempts):
+            with self._lock:
+                db = self._db
+                try:
+                    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                    db.execute("VACUUM")
+                    busy = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                except sqlite3.OperationalError:  # another process holds the database: try again
+                    busy = 1
+            if not busy:
+                return True
+            time.sleep(0.1 * (attempt + 1))
+        return False
+
+    def read(self, sql: str, args: tuple | list = ()) -> list[sqlite3.Row]:
+        """The rows of one read-only statement, under the store's lock."""
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
     # ------------------------------------------------------------------ sessions
-    def touch_session(self, session_id: str, source: str, now: float | None = None) -> None:
-        """Create the session if new and mark it active now (reopens a closed one)."""
+    def touch_session(self, session_id: str, source: str, now: float | None = None,
+                      started_at: float | None = None) -> None:
+        """Create the session if new and mark it active now (reopens a closed one).
+
+        Raises:
+            ForgottenSession: the session was forgotten after ``started_at`` (the request's start).
+        """
         now = time.time() if now is None else now
         with self._tx() as db:
+            _check_forgotten(db, session_id, started_at)
             db.execute("INSERT INTO sessions(session_id, source, created_at, last_activity) "
                        "VALUES (?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET "
                        "last_activity=excluded.last_activity, closed=0", (session_id, source, now, now))
@@ -124,14 +185,18 @@ class TrajectoryStore:
         return ids
 
     # ------------------------------------------------------------------ turns
-    def add_turn(self, rec: TurnRecord, fingerprint: str | None = None) -> TurnRecord:
+    def add_turn(self, rec: TurnRecord, fingerprint: str | None = None, started_at: float | None = None) -> TurnRecord:
         """Append a turn to its session (durable when this returns).
 
         Main turns start ``awaiting_next``; side turns are stored as ``side``. When
         ``fingerprint`` is given it is indexed for continuation matching.
+
+        Raises:
+            ForgottenSession: the session was forgotten after ``started_at`` (the request's start).
         """
         now = time.time()
         with self._tx() as db:
+            _check_forgotten(db, rec.session_id, started_at)
             (n,) = db.execute("SELECT COUNT(*) FROM turns WHERE session_id=?", (rec.session_id,)).fetchone()
             rec.turn_index = n
             rec.status = AWAITING_NEXT if rec.turn_type == TurnType.MAIN else SIDE
@@ -226,8 +291,9 @@ class TrajectoryStore:
     def mark_trained(self, turn_ids: Iterable[int], step: int | None = None) -> None:
         """Claimed turns were trained on (in train step ``step``)."""
         with self._tx() as db:
-            db.executemany("UPDATE turns SET status=?, trained_step=? WHERE id=? AND status=?",
-                           [(TRAINED, step, i, CLAIMED) for i in turn_ids])
+            now = time.time()
+            db.executemany("UPDATE turns SET status=?, trained_step=?, trained_at=? WHERE id=? AND status=?",
+                           [(TRAINED, step, now, i, CLAIMED) for i in turn_ids])
 
     def hold_out(self, turn_ids: Iterable[int]) -> None:
         """Claimed turns are kept from training for the promotion gate (status ``held_out``)."""
@@ -276,13 +342,22 @@ class TrajectoryStore:
         return self._claim(READY, JUDGING, limit, worker)
 
     def save_judgement(self, turn_id: int, method: str, reward: float | None, trainable: bool,
-                       details: dict | None = None) -> None:
-        """Record a judgement (durable) and move the turn to ``judged`` or ``skipped``."""
+                       details: dict | None = None, final: bool = False) -> None:
+        """Record a judgement (durable) and move the turn to ``judged`` or ``skipped``.
+
+        A turn a person rated (:mod:`openclaw_rl.capture.feedback`) is ``judged`` (trainable) even
+        when the judge abstained, unless ``final`` (the data source dropping it: stale, no ids).
+        An accepted hint (``details["hint_accepted"]`` and ``details["hint"]``) becomes a lesson
+        (:mod:`openclaw_rl.capture.lessons`).
+        """
         with self._tx() as db:
             db.execute("INSERT OR REPLACE INTO judgements VALUES (?, ?, ?, ?, ?, ?)",
                        (turn_id, method, reward, int(trainable), _dumps(details), time.time()))
+            rated = not final and db.execute("SELECT 1 FROM feedback WHERE turn_id=?", (turn_id,)).fetchone()
             db.execute("UPDATE turns SET status=?, claimed_by=NULL WHERE id=?",
-                       (JUDGED if trainable else SKIPPED, turn_id))
+                       (JUDGED if trainable or rated else SKIPPED, turn_id))
+            if details and details.get("hint_accepted") and details.get("hint") and not final:
+                _lessons.add_hint(db, turn_id, str(details["hint"]))
 
     def judgement(self, turn_id: int) -> dict | None:
         """``{"method", "reward", "trainable", "details"}`` of a judged turn, or None."""

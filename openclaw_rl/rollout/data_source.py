@@ -16,6 +16,7 @@ from collections import Counter
 
 from openclaw_rl.capture.images import ImageRecordError
 from openclaw_rl.capture.store import AWAITING_NEXT, JUDGED, JUDGING, READY, TrajectoryStore
+from openclaw_rl.rollout.feedback import PersonOverrides
 from openclaw_rl.rollout.samples import UntokenizedTurnError, turn_to_sample
 from slime.sample import Sample
 
@@ -44,6 +45,11 @@ class StoreDataSource:
             empty, once no turn is left that could still be judged trainable.
         holdout_every: every judged turn whose id is a multiple of this (and whose reward is not
             0) is held out of training for the promotion gate (``held_out``; 0: none).
+        tokenizer: callable returning the policy's tokenizer, to render a person's correction or
+            an edited lesson as a teacher prompt (:class:`openclaw_rl.rollout.feedback.PersonOverrides`).
+
+    A person's explicit rating overrides the judge's reward, and lessons they edited or deleted
+    change the turn's hint (:mod:`openclaw_rl.rollout.feedback`); a rated turn is never held out.
 
     ``health_check``: optional callable run on every poll of :meth:`take`; what it raises (e.g.
     :class:`slime.plugin_failures.PluginFailureError` when too many judgements of a step failed)
@@ -51,8 +57,9 @@ class StoreDataSource:
     """
 
     def __init__(self, store: TrajectoryStore, max_staleness: int | None = None, poll_s: float = 0.2,
-                 prepare=None, finite: bool = False, processor=None, holdout_every: int = 0):
+                 prepare=None, finite: bool = False, processor=None, holdout_every: int = 0, tokenizer=None):
         self.store, self.max_staleness, self.poll_s = store, max_staleness, poll_s
+        self.overrides = PersonOverrides(store, tokenizer)
         self.holdout_every = holdout_every
         self.processor = processor  # a vision-language policy's processor: turns with images
         self.prepare, self.finite = prepare, finite
@@ -94,13 +101,14 @@ class StoreDataSource:
             claimed = self.store.claim_judged(n - len(out))
             for turn in self.prepare(claimed) if self.prepare and claimed else claimed:
                 judgement = self.store.judgement(turn.id) or {}
+                reward, details, rated = self.overrides.apply(turn, judgement.get("reward"), judgement.get("details"))
                 try:
-                    sample = turn_to_sample(turn, judgement.get("reward"), True, self.processor)
+                    sample = turn_to_sample(turn, reward, True, self.processor)
                 except (UntokenizedTurnError, ImageRecordError) as exc:
                     log.warning("dropping %s", exc)
                     self._drop(turn.id, "untokenized")
                     continue
-                if self.holdout_every and sample.reward and turn.id % self.holdout_every == 0:
+                if self.holdout_every and sample.reward and not rated and turn.id % self.holdout_every == 0:
                     self.store.hold_out([turn.id])  # the promotion gate's, never trained
                     self.stats["held_out"] += 1
                     continue
@@ -109,7 +117,10 @@ class StoreDataSource:
                     self._drop(turn.id, "stale")
                     continue
                 sample.metadata["staleness"] = staleness
-                sample.metadata["judgement"] = judgement.get("details")
+                sample.metadata["judgement"] = details
+                if rated:
+                    sample.metadata["explicit_rating"] = int(reward)
+                    self.stats["explicit_ratings"] += 1
                 out.append(sample)
             if progress:
                 progress(len(out), n)
@@ -141,7 +152,7 @@ class StoreDataSource:
 
     def _drop(self, turn_id: int, reason: str) -> None:
         self.stats[f"dropped_{reason}"] += 1
-        self.store.save_judgement(turn_id, f"dropped:{reason}", None, False, {"dropped": reason})
+        self.store.save_judgement(turn_id, f"dropped:{reason}", None, False, {"dropped": reason}, final=True)
 
     def release(self, samples: list[Sample]) -> None:
         """Give claimed samples back (e.g. the step failed); samples not from the store are ignored."""
@@ -150,4 +161,7 @@ class StoreDataSource:
     def mark_trained(self, samples: list[Sample], step: int) -> None:
         """The samples were used in train step ``step`` (samples not from the store are ignored)."""
         self.store.mark_trained([s.source_id for s in samples if s.source_id is not None], step)
+        rated = [s.source_id for s in samples if s.source_id is not None and "explicit_rating" in s.metadata]
+        if rated:
+            self.overrides.feedback.mark_applied(rated, step)
         self.stats["trained"] += len(samples)

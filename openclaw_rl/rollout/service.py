@@ -68,6 +68,10 @@ class TextTurns:
         self.store, self.model_path, self._tokenizer = store, model_path, None
         self.tokenized = 0
 
+    def tokenizer(self):
+        """The policy's tokenizer (loaded on first call)."""
+        return self._tok()
+
     def _tok(self):
         if self._tokenizer is None:
             from openclaw_rl.models import load_tokenizer
@@ -147,7 +151,8 @@ class OpenClawRolloutService:
         processor = load_processor(resolve_model_path(cfg.model_path)) if cfg.model_path else None
         self.data_source = StoreDataSource(self.store, max_staleness=cfg.max_staleness,
                                            prepare=self.text_turns.ensure_ids, finite=bool(x.data_path),
-                                           processor=processor, holdout_every=x.gate_holdout_every)
+                                           processor=processor, holdout_every=x.gate_holdout_every,
+                                           tokenizer=self.text_turns.tokenizer if cfg.model_path else None)
         self.gate_items = GateItems(self.store, x.gate_holdout_max, processor)
         self.judge_loop = None
         if not cfg.prompt_data:  # prompt-dataset rollouts reward inside the rollout

@@ -1,6 +1,7 @@
 """The FastAPI application: ``/v1/chat/completions`` (SSE streaming), ``/v1/models``, ``/healthz``,
 ``/metrics`` (Prometheus), ``/admin/update_weights_from_disk``, ``/admin/versions`` and
-``/admin/rollback`` (:mod:`openclaw_rl.server.versions`).
+``/admin/rollback`` (:mod:`openclaw_rl.server.versions`); with capture also explicit feedback,
+lessons and forgetting (:mod:`openclaw_rl.server.control`).
 
 Follows the OpenAI Chat Completions API (https://platform.openai.com/docs/api-reference/chat)
 for requests, responses, stream chunks and errors.
@@ -25,6 +26,7 @@ from pydantic import ValidationError
 
 from openclaw_rl.engine import EngineError
 from openclaw_rl.server.chat import ChatEvent, ChatService
+from openclaw_rl.server.control import install_control_routes
 from openclaw_rl.server.errors import APIError, error_body, install_error_handlers, validation_message
 from openclaw_rl.server.limits import DEFAULT_MAX_REQUEST_BYTES, BodyLimitMiddleware
 from openclaw_rl.server.protocol import ChatCompletionRequest
@@ -146,13 +148,14 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
                             resume.version, exc)
                 if base_model_path:
                     versions.record(service.engine.weight_version, base_model_path)
-        sweeper = asyncio.create_task(recorder.sweep_idle_forever()) if recorder else None
+        tasks = [asyncio.create_task(recorder.sweep_idle_forever()),
+                 asyncio.create_task(feedback_summary.refresh_forever())] if recorder else []
         yield
         # graceful shutdown (:mod:`openclaw_rl.server.shutdown`): requests have ended by now
-        if sweeper:
-            sweeper.cancel()
+        for task in tasks:
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await sweeper
+                await task
         if engine_close:
             await engine_close()
         if recorder:
@@ -192,6 +195,8 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
         service.admission.weight_version.set(service.engine.weight_version)
+        if feedback_summary is not None:
+            feedback_summary.export()
         served = versions.serving
         for name, value in (served.gate if served and served.version == service.engine.weight_version else {}).items():
             if isinstance(value, (int, float)):
@@ -285,6 +290,15 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
                 raise TypeError("version must be a non-negative integer")
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
             raise APIError(400, f"expected {{'version': int}}: {exc}", param="version") from exc
+        served = await roll_back(target)
+        return {"success": True, "weight_version": served}
+
+    async def roll_back(target: int) -> int:
+        """Load version ``target``'s folder again and serve it as ``target``; returns the version.
+
+        Raises:
+            APIError: 404 never served here, 409 its folder is gone, 400/502 the load failed.
+        """
         info = await asyncio.to_thread(versions.get, target)
         if info is None:
             known = [v.version for v in await asyncio.to_thread(versions.list)]
@@ -296,7 +310,11 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
         served = await _load(info.model_path, target, allow_older=True)
         await asyncio.to_thread(versions.rolled_back_to, served)
         log.warning("rolled back: serving weight version %d (%s)", served, info.model_path)
-        return {"success": True, "weight_version": served}
+        return served
+
+    feedback_summary = install_control_routes(
+        app, recorder.store, check_key, check_admin, service.admission.registry, roll_back,
+        lambda: service.engine.weight_version) if recorder else None
 
     @app.post("/v1/chat/completions", dependencies=[Depends(check_key)])
     async def chat_completions(request: Request):
@@ -305,7 +323,7 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
         headers = {k.lower(): v for k, v in request.headers.items()}
         cid = f"chatcmpl-{uuid.uuid4().hex}"
         created = int(time.time())
-        events = service.run(req, headers)
+        events = service.run(req, headers, completion_id=cid)
         if req.stream:
             # surface request errors (prompt too long, ...) as JSON 4xx before streaming starts
             first = await events.__anext__()

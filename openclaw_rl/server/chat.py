@@ -153,9 +153,12 @@ class ChatService:
             cont = await self.recorder.link(attr, messages, prompt.ids)
         return prompt, attr, cont
 
-    async def run(self, req: ChatCompletionRequest, headers: Mapping[str, str]) -> AsyncIterator[ChatEvent]:
+    async def run(self, req: ChatCompletionRequest, headers: Mapping[str, str],
+                  completion_id: str | None = None) -> AsyncIterator[ChatEvent]:
         """Serve one request, yielding events as tokens are sampled; it holds one of the
         admission's running slots for its whole life (:mod:`openclaw_rl.server.admission`).
+        ``completion_id``: the ``id`` the client gets, recorded with the turn (explicit feedback
+        names the turn by it, :mod:`openclaw_rl.capture.feedback`).
 
         During a graceful shutdown, a generation still running when the grace runs out ends at
         its next decode step with finish reason ``length`` and is recorded like any finished
@@ -171,13 +174,15 @@ class ChatService:
         self.drain.check()
         async with self.admission.slot():
             self.drain.check()
-            async for event in self._run(req, headers):
+            async for event in self._run(req, headers, completion_id):
                 yield event
 
-    async def _run(self, req: ChatCompletionRequest, headers: Mapping[str, str]) -> AsyncIterator[ChatEvent]:
+    async def _run(self, req: ChatCompletionRequest, headers: Mapping[str, str],
+                   completion_id: str | None = None) -> AsyncIterator[ChatEvent]:
         turn_type = headers.get("x-turn-type")
         if turn_type is not None and turn_type.strip().lower() not in ("main", "side"):
             raise APIError(400, f"X-Turn-Type must be 'main' or 'side', got {turn_type!r}", param="X-Turn-Type")
+        started_at = time.time()
         grammar = await asyncio.to_thread(tool_choice_grammar, req, self.tokenizer, self.engine)
         prompt, attr, cont = await self._prepare(req, headers)
         want_lp = bool(req.logprobs)
@@ -224,11 +229,12 @@ class ChatService:
         for event in events[:-1]:
             yield event
         if self.recorder is not None:
-            await self._capture(attr, cont, prompt, out, reply, params)
+            await self._capture(attr, cont, prompt, out, reply, params, completion_id, started_at)
         yield events[-1]
 
     async def _capture(self, attr, cont, prompt: _Prompt, out: GenerationOutput, assembled: ReplyAssembler,
-                       params: SamplingParams) -> None:
+                       params: SamplingParams, completion_id: str | None = None,
+                       started_at: float | None = None) -> None:
         parser, raw_text = assembled.parser, assembled.raw
         calls = [c.to_openai() for c in parser.tool_calls]
         reply = {"role": "assistant", "content": parser.content, "tool_calls": calls}
@@ -239,8 +245,8 @@ class ChatService:
                          weight_version=out.weight_version, tool_calls=calls or None,
                          reasoning_content=parser.reasoning or None, model=self.model_name,
                          temperature=params.temperature, top_p=params.top_p,
-                         constrained=params.grammar is not None,
+                         constrained=params.grammar is not None, completion_id=completion_id,
                          images=[img.to_record() for img in prompt.images] or None)
         t0 = time.perf_counter()
-        await self.recorder.record(attr, cont, rec, reply)
+        await self.recorder.record(attr, cont, rec, reply, started_at)
         log.debug("turn %s committed in %.1f ms", rec.turn_uid, 1000 * (time.perf_counter() - t0))

@@ -1,0 +1,54 @@
+"""Helpers for the user-control tests (feedback, lessons, forgetting): a real server's
+conversations through the ``openai`` SDK, and the real rule-based judges (lexical PRM, extractive
+hints) run over the store as the training job's judge loop does."""
+
+from __future__ import annotations
+
+import asyncio
+
+import openai
+
+from openclaw_rl.capture.store import TrajectoryStore
+from openclaw_rl.judges.hint_extract import ExtractiveHintBackend
+from openclaw_rl.judges.hints import HintJudge
+from openclaw_rl.judges.lexical import LexicalBackend
+from openclaw_rl.judges.prm import PRMJudge
+from openclaw_rl.models import load_tokenizer
+from openclaw_rl.opd.judge import CombineTurnJudge
+from openclaw_rl.rollout.judge_loop import JudgeLoop
+
+AUTH = {"Authorization": "Bearer sk-test"}
+
+
+def client(server) -> openai.OpenAI:
+    """An ``openai`` client of a :class:`tests.support.server.ServerHandle`."""
+    return openai.OpenAI(base_url=server.base_url, api_key=server.api_key, max_retries=0, timeout=120)
+
+
+def converse(server, session: str, user_texts: list[str], max_tokens: int = 6) -> list[str]:
+    """One conversation of ``len(user_texts)`` requests in session ``session``; each user text
+    after the first is the next state of the reply before it. Returns the completion ids."""
+    c, messages, ids = client(server), [], []
+    for text in user_texts:
+        messages.append({"role": "user", "content": text})
+        r = c.chat.completions.create(model="policy", messages=messages, max_tokens=max_tokens, temperature=0,
+                                      extra_headers={"X-Session-Id": session})
+        ids.append(r.id)
+        messages.append({"role": "assistant", "content": r.choices[0].message.content or ""})
+    return ids
+
+
+def judge_all(buffer_dir, model: str = "builtin:tiny-qwen3") -> int:
+    """Judge every ready turn of the store with Combine's real rule-based judges (the lexical PRM
+    and the extractive hint judge; accepted hints become lessons); returns how many were judged."""
+    store = TrajectoryStore(buffer_dir)
+    try:
+        judge = CombineTurnJudge(PRMJudge(LexicalBackend(), majority_vote_n=1),
+                                 HintJudge(ExtractiveHintBackend()), load_tokenizer(model))
+        loop = JudgeLoop(store, judge, num_workers=2)
+        total = 0
+        while (n := asyncio.run(loop.judge_once(limit=32))):
+            total += n
+        return total
+    finally:
+        store.close()
