@@ -1,5 +1,5 @@
 """``openclaw-rl``: the command line (``serve``, ``export``, ``import``, ``eval``, ``eval-before-after``,
-``judge-eval``, ``versions``, ``rollback``).
+``judge-eval``, ``versions``, ``rollback``, ``forget``, ``lessons``).
 
 Errors are one line on stderr with exit code 2; nothing already recorded is touched.
 """
@@ -102,9 +102,21 @@ def _rollback(argv: list[str]) -> int:
     return rollback_main(argv)
 
 
+def _forget(argv: list[str]) -> int:
+    from openclaw_rl.server.control_cli import forget_main
+
+    return forget_main(argv)
+
+
+def _lessons(argv: list[str]) -> int:
+    from openclaw_rl.server.control_cli import lessons_main
+
+    return lessons_main(argv)
+
+
 COMMANDS = {"serve": _serve, "export": _export, "import": _import, "eval": _eval,
             "eval-before-after": _eval_before_after, "judge-eval": _judge_eval, "versions": _versions,
-            "rollback": _rollback}
+            "rollback": _rollback, "forget": _forget, "lessons": _lessons}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return COMMANDS[argv[0]](argv[1:])
-    except (ValueError, OSError, sqlite3.DatabaseError) as exc:
+    except (ValueError, LookupError, OSError, sqlite3.DatabaseError) as exc:
         print(f"openclaw-rl {argv[0]}: error: {exc}", file=sys.stderr)
         return 2
 

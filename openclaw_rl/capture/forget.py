@@ -6,8 +6,10 @@ transaction. The store runs with ``PRAGMA secure_delete=ON`` (deleted cells are 
 zeros); afterwards the write-ahead log is checkpointed and truncated, the database is rebuilt
 (``VACUUM``) and the log truncated again, so no page of the old rows is left in
 ``trajectories.sqlite`` or its ``-wal`` file. Any other file under the buffer folder (exports,
-JSON Lines, logs) that mentions the forgotten sessions' ids, completion ids or texts has those
-lines removed; a binary file that does is reported as not scrubbed.
+JSON Lines, logs) has the lines of the forgotten sessions removed: a JSON line with a
+``session_id`` (an export) when it is one of theirs, any other line when it holds one of their
+ids, completion ids or texts (system prompts excepted: many sessions share them); a binary file
+that holds one is reported as not scrubbed.
 
 Turns still waiting to be trained are simply gone (pending samples dropped); turns in the train
 step running now (``claimed``) may still reach the next version (``in_training``). The report
@@ -201,8 +203,22 @@ def _trained_versions(store, sessions: list[str], report: ForgetReport) -> None:
     report.rollback_to = max(before) if before else None
 
 
-def _scrub_files(folder: Path, db_path: Path, needles: list[bytes], report: ForgetReport) -> None:
+def _forgotten_line(line: bytes, sessions: set[str], needles: list[bytes]) -> bool:
+    """Whether a line of another file belongs to the forgotten sessions: a JSON object with a
+    ``session_id`` is judged by it; any other line by the forgotten texts it contains."""
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        obj = None
+    if isinstance(obj, dict) and isinstance(obj.get("session_id"), str):
+        return obj["session_id"] in sessions
+    return any(n in line for n in needles)
+
+
+def _scrub_files(folder: Path, db_path: Path, sessions: list[str], needles: list[bytes],
+                 report: ForgetReport) -> None:
     skip = {Path(str(db_path) + s).resolve() for s in _DB_SUFFIXES}
+    wanted = set(sessions)
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
         if path.resolve() in skip:
             continue
@@ -216,7 +232,10 @@ def _scrub_files(folder: Path, db_path: Path, needles: list[bytes], report: Forg
         if b"\0" in data[:8192]:
             report.files_not_scrubbed.append(rel)
             continue
-        kept = b"".join(line for line in data.splitlines(keepends=True) if not any(n in line for n in needles))
+        lines = data.splitlines(keepends=True)
+        kept = b"".join(line for line in lines if not _forgotten_line(line, wanted, needles))
+        if len(kept) == len(data):
+            continue
         tmp = path.with_name(path.name + ".forget-tmp")
         tmp.write_bytes(kept)
         tmp.replace(path)
@@ -237,7 +256,7 @@ def forget(store, sessions: list[str]) -> ForgetReport:
     _trained_versions(store, sessions, report)
     _delete(store, sessions, report)
     report.scrubbed = store.compact()
-    _scrub_files(store.dir, store.path, needles, report)
+    _scrub_files(store.dir, store.path, sessions, needles, report)
     log.warning("forgot %d session(s) (%d turns); versions trained on them: %s", report.sessions, report.turns,
                 report.versions_trained_on or "none")
     return report

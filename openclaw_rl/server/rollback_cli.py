@@ -11,17 +11,18 @@ import sys
 
 import httpx
 
-__all__ = ["rollback_main", "versions_main"]
+__all__ = ["add_server_flags", "admin_call", "rollback_main", "versions_main"]
 
 
-def _common(p: argparse.ArgumentParser) -> None:
+def add_server_flags(p: argparse.ArgumentParser) -> None:
+    """``--url`` and ``--admin-api-key`` of the admin commands."""
     p.add_argument("--url", default=os.environ.get("OPENCLAW_SERVER_URL", "http://127.0.0.1:30000"),
                    help="the server's root URL (env OPENCLAW_SERVER_URL)")
     p.add_argument("--admin-api-key", default=os.environ.get("OPENCLAW_ADMIN_API_KEY") or os.environ.get("OPENCLAW_API_KEY"),
                    help="the server's admin key, else its API key (env OPENCLAW_ADMIN_API_KEY, OPENCLAW_API_KEY)")
 
 
-def _call(method: str, url: str, key: str | None, body: dict | None = None) -> dict:
+def admin_call(method: str, url: str, key: str | None, body: dict | None = None) -> dict:
     """One admin request; the server's error message as a ValueError (one line)."""
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
@@ -45,9 +46,9 @@ def rollback_main(argv: list[str]) -> int:
     """
     p = argparse.ArgumentParser(prog="openclaw-rl rollback", description="Serve an earlier weight version again.")
     p.add_argument("--to", type=int, required=True, metavar="V", help="the version to serve (openclaw-rl versions)")
-    _common(p)
+    add_server_flags(p)
     a = p.parse_args(argv)
-    out = _call("POST", a.url.rstrip("/") + "/admin/rollback", a.admin_api_key, {"version": a.to})
+    out = admin_call("POST", a.url.rstrip("/") + "/admin/rollback", a.admin_api_key, {"version": a.to})
     print(f"serving weight version {out['weight_version']}")
     return 0
 
@@ -56,9 +57,9 @@ def versions_main(argv: list[str]) -> int:
     """``openclaw-rl versions``: the served versions as a table (``--json``: the raw list); returns 0."""
     p = argparse.ArgumentParser(prog="openclaw-rl versions", description="List the server's weight versions.")
     p.add_argument("--json", action="store_true")
-    _common(p)
+    add_server_flags(p)
     a = p.parse_args(argv)
-    out = _call("GET", a.url.rstrip("/") + "/admin/versions", a.admin_api_key)
+    out = admin_call("GET", a.url.rstrip("/") + "/admin/versions", a.admin_api_key)
     if a.json:
         print(json.dumps(out, indent=1))
         return 0

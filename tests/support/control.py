@@ -52,3 +52,29 @@ def judge_all(buffer_dir, model: str = "builtin:tiny-qwen3") -> int:
         return total
     finally:
         store.close()
+
+
+def perturbed_copy(folder, seed: int, model: str = "builtin:tiny-qwen3"):
+    """Save ``model`` with every weight moved by N(0, 0.5) noise (seed ``seed``) into ``folder``:
+    a weight version that answers differently; returns the folder."""
+    import torch
+
+    from openclaw_rl.models import load_model
+
+    m = load_model(model)
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.add_(torch.randn(p.shape, generator=g) * 0.5)
+    m.save_pretrained(folder)
+    load_tokenizer(model).save_pretrained(folder)
+    return folder
+
+
+def files_containing(folder, needle: str) -> list[str]:
+    """Every file under ``folder`` (the database, its write-ahead log and journal included) whose
+    bytes contain ``needle`` (UTF-8)."""
+    from pathlib import Path
+
+    data = needle.encode("utf-8")
+    return sorted(str(p) for p in Path(folder).rglob("*") if p.is_file() and data in p.read_bytes())

@@ -1,0 +1,115 @@
+"""Forgetting on a real server: ``openclaw-rl forget --session ID --rollback`` while a request of
+that session is still streaming; the unique text of the conversation is then in no file of the
+buffer folder (database, write-ahead log, an export), the other conversation is intact, the
+versions trained on it are reported and serving goes back to the one before; bad input is a 4xx
+/ one-line error; ``--before`` and ``--all`` on a store no server uses."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+
+import httpx
+
+from openclaw_rl.capture.store import TrajectoryStore
+from openclaw_rl.models import load_tokenizer
+from openclaw_rl.rollout.data_source import StoreDataSource
+from tests.support.control import AUTH, client, converse, files_containing, judge_all, perturbed_copy
+from tests.support.server import running_server
+
+SECRET = "zebra-quartz-7781 is my bank PIN"
+OTHER = "marmalade-osprey-4410 note"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "openclaw_rl.cli", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_forget_a_session_mid_stream_with_rollback(tmp_path):
+    buf = tmp_path / "rl_buffer"
+    v1 = perturbed_copy(tmp_path / "v1", seed=1)
+    with running_server("builtin:tiny-qwen3", buf) as server:
+        root = server.base_url.rsplit("/v1", 1)[0]
+        ids = converse(server, "s-secret", [f"Remember: {SECRET}.", "Perfect, thank you, exactly right!",
+                                            f"No, that's wrong. You should never repeat {SECRET} back.", "ok"])
+        converse(server, "s-other", [f"Keep this: {OTHER}.", "Perfect, thank you, exactly right!", "ok"])
+        assert judge_all(buf) == 5
+        # a rating with a correction, and a lesson from the session's hint
+        assert httpx.post(root + "/v1/feedback", headers=AUTH, timeout=60,
+                          json={"id": ids[1], "rating": -1, "correction": f"Do not echo {SECRET}."}).status_code == 200
+        lessons = httpx.get(root + "/admin/lessons", headers=AUTH).json()["data"]
+        assert any(SECRET in x["text"] for x in lessons)
+        # train on what is judged, publish version 1
+        store = TrajectoryStore(buf)
+        tok = load_tokenizer("builtin:tiny-qwen3")
+        source = StoreDataSource(store, tokenizer=lambda: tok)
+        samples = source.take(len(store.turns(status="judged")))
+        source.mark_trained(samples, step=0)
+        store.close()
+        assert {s.session_id for s in samples} == {"s-secret", "s-other"}
+        r = httpx.post(root + "/admin/update_weights_from_disk", headers=AUTH, timeout=120,
+                       json={"model_path": str(v1), "weight_version": 1})
+        assert r.status_code == 200, r.text
+        # an export lying in the buffer folder
+        assert _cli("export", "--rl-buffer-dir", str(buf), "--out", str(buf / "exports.jsonl")).returncode == 0
+        assert files_containing(buf, SECRET) and files_containing(buf, OTHER)
+
+        # a request of the session is streaming while it is forgotten
+        started, forgotten, result = threading.Event(), threading.Event(), {}
+
+        def stream():
+            chunks = client(server).chat.completions.create(
+                model="policy", stream=True, max_tokens=48, temperature=1.0,
+                messages=[{"role": "user", "content": f"Remember: {SECRET}."}, {"role": "assistant", "content": "x"},
+                          {"role": "user", "content": "Say it again, slowly."}],
+                extra_headers={"X-Session-Id": "s-secret"})
+            parts = []
+            for i, chunk in enumerate(chunks):
+                if i == 1:
+                    started.set()
+                    forgotten.wait(120)
+                parts.append(chunk)
+            result["chunks"] = len(parts)
+
+        t = threading.Thread(target=stream)
+        t.start()
+        assert started.wait(120)
+        cli = _cli("forget", "--session", "s-secret", "--rollback", "--url", root, "--admin-api-key", "sk-test",
+                   "--json")
+        forgotten.set()
+        t.join(120)
+        assert cli.returncode == 0, cli.stderr
+        import json
+        report = json.loads(cli.stdout)
+        assert result["chunks"] > 1  # the stream finished normally
+        assert (report["sessions"], report["turns"], report["feedback"]) == (1, 4, 1)
+        assert report["lessons"] >= 1 and report["judgements"] == 3 and report["trained"] >= 1
+        assert report["versions_trained_on"] == [1] and report["rollback_to"] == 0 and report["rolled_back"] == 0
+        assert report["files_rewritten"] == ["exports.jsonl"] and report["scrubbed"] is True
+        assert httpx.get(root + "/healthz").json()["weight_version"] == 0
+
+        # bad input: clear 4xx, nothing else lost
+        for body, status in (({"session_id": "s-secret"}, 404), ({}, 400), ({"session_id": "s-other", "all": True}, 400),
+                             ({"before": "yesterday"}, 400), ({"session_id": "s-other", "extra": 1}, 400)):
+            r = httpx.post(root + "/admin/forget", headers=AUTH, json=body, timeout=60)
+            assert r.status_code == status, (body, r.text)
+            assert r.json()["error"]["message"]
+        bad = _cli("forget", "--session", "s-secret", "--url", root, "--admin-api-key", "sk-test")
+        assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "404" in bad.stderr
+        store = TrajectoryStore(buf)
+        assert {t.session_id for t in store.turns()} == {"s-other"} and len(store.turns("s-other")) == 3
+        store.close()
+        # the in-flight request of the forgotten session was not recorded; the session still serves
+        converse(server, "s-secret", ["A new conversation under the same id."])
+    assert files_containing(buf, SECRET) == []
+    assert files_containing(buf, "zebra-quartz-7781") == []
+    assert len(files_containing(buf, OTHER)) >= 2  # the database and the export keep the other session
+
+    # on the store directly: --before a date in the past forgets nothing, --all everything
+    out = _cli("forget", "--before", "2000-01-01", "--rl-buffer-dir", str(buf))
+    assert out.returncode == 0 and out.stdout.startswith("forgot 0 session(s)")
+    assert _cli("forget", "--all", "--rollback", "--rl-buffer-dir", str(buf)).returncode == 2
+    out = _cli("forget", "--all", "--rl-buffer-dir", str(buf))
+    assert out.returncode == 0 and out.stdout.startswith("forgot 2 session(s)"), out.stdout + out.stderr
+    assert files_containing(buf, OTHER) == [] and files_containing(buf, "marmalade-osprey-4410") == []
