@@ -13,18 +13,28 @@ turns (table ``lesson_sources``). A person can list, edit and delete lessons
   again stays deleted (its key is a SHA-256, not the text).
 
 ``--inject-lessons N`` (server) adds the top N lessons (most source turns first) to the system
-prompt of served requests (:func:`top_lessons`).
+prompt of served requests (:class:`LessonPrompt`), so a lesson takes effect before the weights
+learn it. The recorded turn holds the prompt as served (lessons included: token in, token out);
+when the list changes mid-conversation the next turn's prefix differs there (``prefix_ok``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import sqlite3
+import threading
 import time
 from dataclasses import dataclass, field
 
-__all__ = ["Lesson", "LessonBook", "LessonNotFound", "add_hint", "lesson_key"]
+__all__ = ["LESSONS_HEADER", "Lesson", "LessonBook", "LessonNotFound", "LessonPrompt", "add_hint", "lesson_key"]
+
+#: the line that introduces the injected lessons in the system prompt
+LESSONS_HEADER = "Lessons from earlier conversations with this user:"
+
+
+log = logging.getLogger(__name__)
 
 
 class LessonNotFound(LookupError):
@@ -158,3 +168,51 @@ class LessonBook:
     def top_texts(self, n: int) -> list[str]:
         """The texts of the top ``n`` live lessons (most source turns first)."""
         return [x.text for x in self.list(limit=n)] if n > 0 else []
+
+
+class LessonPrompt:
+    """``--inject-lessons N``: the top ``n`` lessons added to a request's system prompt.
+
+    Args:
+        book: the :class:`LessonBook`. n: how many lessons (0: none, nothing is read).
+        refresh_s: the list is read from the store at most this often (a failing store keeps the
+            last list: serving never fails for it).
+    """
+
+    def __init__(self, book: LessonBook, n: int, refresh_s: float = 5.0):
+        self.book, self.n, self.refresh_s = book, int(n), refresh_s
+        self._texts: list[str] = []
+        self._read_at = -float("inf")
+        self._lock = threading.Lock()
+
+    def texts(self) -> list[str]:
+        """The current top lessons (cached for ``refresh_s``)."""
+        if self.n <= 0:
+            return []
+        with self._lock:
+            if time.monotonic() - self._read_at >= self.refresh_s:
+                try:
+                    self._texts = self.book.top_texts(self.n)
+                except (sqlite3.Error, OSError) as exc:
+                    log.warning("lessons: the store failed (%s); keeping the last list", exc)
+                self._read_at = time.monotonic()
+            return list(self._texts)
+
+    def refresh(self) -> None:
+        """Read the list again on the next request (a lesson was edited or deleted here)."""
+        with self._lock:
+            self._read_at = -float("inf")
+
+    def apply(self, messages: list[dict]) -> list[dict]:
+        """``messages`` (chat-template dicts) with the lessons appended to the first system
+        message, or in a new system message first; unchanged without lessons."""
+        texts = self.texts()
+        if not texts:
+            return messages
+        block = LESSONS_HEADER + "\n" + "\n".join(f"- {t}" for t in texts)
+        out = [dict(m) for m in messages]
+        if out and out[0].get("role") == "system" and isinstance(out[0].get("content"), str):
+            out[0]["content"] = f"{out[0]['content']}\n\n{block}"
+        else:
+            out.insert(0, {"role": "system", "content": block})
+        return out

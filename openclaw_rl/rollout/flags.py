@@ -29,7 +29,7 @@ __all__ = ["SERVER_SIDE_FLAGS", "OpenClawFlags", "service_flags"]
 
 #: flags that only configure the intercept server the job starts itself
 SERVER_SIDE_FLAGS = ("port", "served_model_name", "session_idle_timeout", "server_torch_threads", "backend",
-                     "engine_python", "engine_args", "engine_kv_cache_gib")
+                     "engine_python", "engine_args", "engine_kv_cache_gib", "inject_lessons")
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,8 @@ class OpenClawFlags:
                                    "make run uses 8)", ge=0)
     gate_holdout_max: int = flag(8, "most recent held-out turns the promotion gate checks", ge=1)
     served_model_name: str = flag("policy", "model name the started server reports")
+    inject_lessons: int = flag(0, "the started server adds the top N lessons (accepted hindsight hints, "
+                               "de-duplicated) to the system prompt of served requests (0: off)", ge=0)
     session_idle_timeout: float = flag(600.0, "seconds of silence that end a session on the started server",
                                        gt=0)
     server_torch_threads: int = flag(1, "torch threads of the server the job starts (1: the trainer shares "

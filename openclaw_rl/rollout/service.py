@@ -138,6 +138,7 @@ class OpenClawRolloutService:
                 "--default-max-tokens", str(cfg.rollout_max_response_len),
                 "--session-idle-timeout", str(x.session_idle_timeout),
                 "--torch-threads", str(x.server_torch_threads), "--no-resume-served-version",
+                *(("--inject-lessons", str(x.inject_lessons)) if x.inject_lessons else ()),
                 *(("--admin-api-key", x.admin_api_key) if x.admin_api_key else ()),
                 "--weights-dir", str(published_dir(cfg)), *server_device_args(cfg),
                 *server_backend_args(cfg, str(log_dir)),

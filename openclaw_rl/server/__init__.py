@@ -48,6 +48,7 @@ def build_server(config: "ServerConfig", engine=None):
         ValueError: bad model path, backend or side-turn rules file.
     """
     from openclaw_rl.capture.failures import CaptureFailures
+    from openclaw_rl.capture.lessons import LessonBook, LessonPrompt
     from openclaw_rl.capture.recorder import Recorder
     from openclaw_rl.capture.store import TrajectoryStore
     from openclaw_rl.capture.turn_rules import TurnRules
@@ -69,17 +70,19 @@ def build_server(config: "ServerConfig", engine=None):
         threading.Thread(target=_warm_up, args=(engine,), name="grammar-warmup", daemon=True).start()
     tokenizer = load_tokenizer(config.model_path)
     processor = load_processor(resolve_model_path(config.model_path))  # None for a text-only model
-    store = recorder = None
+    store = recorder = lessons = None
     admission = AdmissionControl(config.max_running_requests, config.max_queued_requests)
     if config.enable_rl_intercept:
         failures = CaptureFailures(admission.registry)
         store = TrajectoryStore(config.rl_buffer_dir)
         recorder = Recorder(store, rules, idle_timeout=config.session_idle_timeout, failures=failures)
+        if config.inject_lessons:
+            lessons = LessonPrompt(LessonBook(store), config.inject_lessons)
     drain = Drain(config.shutdown_grace_seconds)
     service = ChatService(engine, tokenizer, config.model_name, recorder,
                           default_max_tokens=config.default_max_tokens,
                           default_temperature=config.default_temperature, admission=admission, drain=drain,
-                          processor=processor)
+                          processor=processor, lessons=lessons)
     app = create_app(service, api_key=config.api_key, recorder=recorder, engine_close=engine.aclose,
                      max_request_bytes=config.max_request_bytes, admin_api_key=config.admin_api_key,
                      weights_dirs=config.weights_dir, base_model_path=str(resolve_model_path(config.model_path)),

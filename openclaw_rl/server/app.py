@@ -314,7 +314,7 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
 
     feedback_summary = install_control_routes(
         app, recorder.store, check_key, check_admin, service.admission.registry, roll_back,
-        lambda: service.engine.weight_version) if recorder else None
+        lambda: service.engine.weight_version, service.lessons) if recorder else None
 
     @app.post("/v1/chat/completions", dependencies=[Depends(check_key)])
     async def chat_completions(request: Request):

@@ -71,12 +71,16 @@ class ChatService:
         processor: a vision-language model's processor (:func:`openclaw_rl.vl_models.load_processor`),
             or None: with it (and an engine that :attr:`~openclaw_rl.engine.Engine.supports_images`)
             ``image_url`` parts are served (:mod:`openclaw_rl.server.images`), else they are a 400.
+        lessons: ``--inject-lessons``: a :class:`openclaw_rl.capture.lessons.LessonPrompt` whose
+            lessons are added to each request's system prompt, or None.
     """
 
     def __init__(self, engine: Engine, tokenizer, model_name: str, recorder: Recorder | None,
                  default_max_tokens: int = 512, default_temperature: float = 1.0,
-                 admission: AdmissionControl | None = None, drain: Drain | None = None, processor=None):
+                 admission: AdmissionControl | None = None, drain: Drain | None = None, processor=None,
+                 lessons=None):
         self.engine, self.tokenizer, self.model_name = engine, tokenizer, model_name
+        self.lessons = lessons
         self.processor = processor
         self.accepts_images = processor is not None and bool(getattr(engine, "supports_images", False))
         self.admission = admission or AdmissionControl()
@@ -96,10 +100,15 @@ class ChatService:
             APIError: 400 when the chat template rejects the conversation or a history tool
                 call's arguments are not JSON.
         """
-        messages = template_messages(req)
+        messages = self._messages(req)
         tools = request_tools(req)
         text = render_text(self.tokenizer, messages, tools)
         return messages, tools, text, tokenize(self.tokenizer, text)
+
+    def _messages(self, req: ChatCompletionRequest) -> list[dict]:
+        """The chat-template messages of a request, with the lessons when ``--inject-lessons``."""
+        messages = template_messages(req)
+        return self.lessons.apply(messages) if self.lessons is not None else messages
 
     def _render_checked(self, req: ChatCompletionRequest):
         """:meth:`render` after the cheap length bound (:mod:`openclaw_rl.server.limits`); runs in
@@ -122,6 +131,7 @@ class ChatService:
         check_prompt_bound(template_messages(req), self._max_token_chars, self.engine.max_context)
         with self._render_lock:
             messages = image_messages(req, template_messages(req), images)
+            messages = self.lessons.apply(messages) if self.lessons is not None else messages
             tools = request_tools(req)
             text = render_text(self.tokenizer, messages, tools)
             ids, multimodal = render_with_images(self.processor, text, images)

@@ -67,6 +67,7 @@ class ServerConfig:
     engine_kv_cache_gib: int | None = None
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
     prefill_chunk_tokens: int = DEFAULT_PREFILL_CHUNK_TOKENS
+    inject_lessons: int = 0
 
     @property
     def model_name(self) -> str:
@@ -181,6 +182,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "version it served last (GET /admin/versions), when its folder is still there; "
                         "--no-resume-served-version starts from --model-path (a training job's server: the trainer "
                         "publishes what it resumes from)")
+    p.add_argument("--inject-lessons", type=int, default=0, metavar="N",
+                   help="with --enable-rl-intercept, add the top N lessons (accepted hindsight hints, de-duplicated; "
+                        "openclaw-rl lessons) to the system prompt of served requests, so a lesson takes effect "
+                        "before the weights learn it (default 0: off)")
     p.add_argument("--insecure-no-auth", action="store_true",
                    help="allow a non-loopback --host without --api-key (anyone reaching the port can use the model "
                         "and its /admin endpoints)")
@@ -215,6 +220,10 @@ def parse_server_args(argv: list[str] | None = None) -> ServerConfig:
         parser.error("--max-running-requests must be >= 1 and --max-queued-requests >= 0")
     if ns.max_batch_size < 1 or ns.prefill_chunk_tokens < 1:
         parser.error("--max-batch-size and --prefill-chunk-tokens must be >= 1")
+    if ns.inject_lessons < 0:
+        parser.error("--inject-lessons must be >= 0")
+    if ns.inject_lessons and not ns.enable_rl_intercept:
+        parser.error("--inject-lessons needs --enable-rl-intercept (the lessons live in the trajectory store)")
     if ns.shutdown_grace_seconds < 0:
         parser.error("--shutdown-grace-seconds must be >= 0")
     if ns.max_request_bytes < 1024:

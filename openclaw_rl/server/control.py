@@ -140,14 +140,17 @@ class FeedbackSummary:
 
 
 def install_control_routes(app: FastAPI, store, check_key, check_admin, registry,
-                           roll_back: Callable[[int], Awaitable[int]], serving: Callable[[], int]) -> FeedbackSummary:
+                           roll_back: Callable[[int], Awaitable[int]], serving: Callable[[], int],
+                           lesson_prompt=None) -> FeedbackSummary:
     """Add the feedback, lessons and forget endpoints (module docstring) to ``app``.
 
     Args:
         app: the server's app. store: its trajectory store. check_key / check_admin: the API-key
         and admin dependencies. registry: the Prometheus registry of ``/metrics``. roll_back:
         ``await roll_back(version) -> served version`` (``POST /admin/rollback``'s work).
-        serving: the weight version served now.
+        serving: the weight version served now. lesson_prompt: the server's
+        :class:`openclaw_rl.capture.lessons.LessonPrompt` (``--inject-lessons``), refreshed when a
+        lesson is edited or deleted here; None without it.
 
     Returns:
         The :class:`FeedbackSummary` (the app runs its ``refresh_forever`` and exports it on
@@ -197,12 +200,17 @@ def install_control_routes(app: FastAPI, store, check_key, check_admin, registry
     async def edit_lesson(lesson_id: int, request: Request):
         """Replace a lesson's text."""
         body = await _body(request, LessonEdit)
-        return (await _store_call(lessons.edit, lesson_id, body.text)).to_json()
+        out = (await _store_call(lessons.edit, lesson_id, body.text)).to_json()
+        if lesson_prompt is not None:
+            lesson_prompt.refresh()
+        return out
 
     @app.delete("/admin/lessons/{lesson_id}", dependencies=[Depends(check_admin)])
     async def delete_lesson(lesson_id: int):
         """Delete a lesson (no longer a hint); 404 for an unknown or already deleted one."""
         await _store_call(lessons.delete, lesson_id)
+        if lesson_prompt is not None:
+            lesson_prompt.refresh()
         return {"object": "lesson", "id": lesson_id, "deleted": True}
 
     @app.post("/admin/forget", dependencies=[Depends(check_admin)])
@@ -219,6 +227,8 @@ def install_control_routes(app: FastAPI, store, check_key, check_admin, registry
         sessions = await _store_call(select_sessions, store, body.session_id, before, body.all)
         report = await _store_call(forget, store, sessions)
         await asyncio.to_thread(summary.refresh)
+        if lesson_prompt is not None:
+            lesson_prompt.refresh()
         if body.rollback and serving() in report.versions_trained_on and report.rollback_to is not None:
             report.rolled_back = await roll_back(report.rollback_to)
         return report.to_json()
