@@ -1,5 +1,5 @@
 """``openclaw-rl``: the command line (``serve``, ``export``, ``import``, ``eval``, ``eval-before-after``,
-``judge-eval``, ``versions``, ``rollback``, ``forget``, ``lessons``).
+``judge-eval``, ``versions``, ``rollback``, ``forget``, ``lessons``, ``export-model``).
 
 Errors are one line on stderr with exit code 2; nothing already recorded is touched.
 """
@@ -66,6 +66,35 @@ def _import(argv: list[str]) -> int:
     return 0
 
 
+def _export_model(argv: list[str]) -> int:
+    from openclaw_rl.models import ModelPathError, is_adapter_folder, load_model, load_tokenizer, merge_adapter
+
+    p = argparse.ArgumentParser(prog="openclaw-rl export-model",
+                                description="Write a run's checkpoint as a plain Hugging Face model folder that vLLM, "
+                                            "SGLang or transformers load: a LoRA checkpoint merged onto its base model, "
+                                            "a full-weights one without its optimizer state.")
+    p.add_argument("--model-path", required=True,
+                   help="the checkpoint, e.g. <run>/ckpt/checkpoint-latest (LoRA adapter or full weights)")
+    p.add_argument("--merge", required=True, metavar="OUT", help="the folder to write (new or empty)")
+    a = p.parse_args(argv)
+    out = Path(a.merge)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ValueError(f"--merge {a.merge}: exists and is not an empty folder")
+    src = Path(a.model_path)
+    if not src.is_dir():
+        raise ValueError(f"--model-path {a.model_path}: no such folder")
+    if is_adapter_folder(src):
+        merge_adapter(src, out)
+    elif (src / "config.json").is_file():
+        load_model(src).save_pretrained(out)
+        load_tokenizer(src).save_pretrained(out)
+    else:
+        raise ModelPathError(f"--model-path {a.model_path}: neither a LoRA checkpoint (adapter_config.json) nor a "
+                             "model folder (config.json)")
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
 def _serve(argv: list[str]) -> int:
     from openclaw_rl.server.__main__ import main as serve_main
 
@@ -116,7 +145,7 @@ def _lessons(argv: list[str]) -> int:
 
 COMMANDS = {"serve": _serve, "export": _export, "import": _import, "eval": _eval,
             "eval-before-after": _eval_before_after, "judge-eval": _judge_eval, "versions": _versions,
-            "rollback": _rollback, "forget": _forget, "lessons": _lessons}
+            "rollback": _rollback, "forget": _forget, "lessons": _lessons, "export-model": _export_model}
 
 
 def main(argv: list[str] | None = None) -> int:

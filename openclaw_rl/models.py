@@ -20,6 +20,7 @@ The cache lives in ``$OPENCLAW_RL_CACHE`` (default ``~/.cache/openclaw-rl``).
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import importlib.util
 import os
 import shutil
@@ -32,6 +33,8 @@ from openclaw_rl.chat_templates import QWEN3_CHAT_TEMPLATE, SMOLLM2_CHAT_TEMPLAT
 BUILTIN_PREFIX = "builtin:"
 BUILTIN_MODELS = ("smollm2-135m", "tiny-qwen3", "tiny-qwen2-vl")
 DEFAULT_MODEL = "builtin:smollm2-135m"
+#: a peft adapter folder's config (a LoRA run's checkpoints hold only the adapter)
+ADAPTER_CONFIG = "adapter_config.json"
 
 #: Qwen3 special tokens, in id order from 151643 (as in Qwen3's tokenizer_config.json).
 QWEN3_SPECIAL_TOKENS = (
@@ -76,15 +79,18 @@ def resolve_model_path(model_path: str | os.PathLike) -> Path:
     """Turn a ``--model-path`` value into a local Hugging Face folder.
 
     Args:
-        model_path: ``builtin:smollm2-135m``, ``builtin:tiny-qwen3``, or a folder holding
-            ``config.json`` (a Hugging Face checkpoint, e.g. a run's ``checkpoint-latest``).
+        model_path: ``builtin:smollm2-135m``, ``builtin:tiny-qwen3``, a folder holding
+            ``config.json`` (a Hugging Face checkpoint, e.g. a full-weights run's
+            ``checkpoint-latest``), or a LoRA adapter folder (a LoRA run's ``checkpoint-latest``).
 
     Returns:
         The folder path. Built-in models are prepared on first use (seconds; a file lock makes
-        concurrent first uses safe) and cached.
+        concurrent first uses safe) and cached; a LoRA adapter is merged onto its base model
+        once and cached (:func:`merged_adapter_path`).
 
     Raises:
-        ModelPathError: unknown ``builtin:`` name, or a folder without ``config.json``.
+        ModelPathError: unknown ``builtin:`` name, a folder with neither ``config.json`` nor
+            ``adapter_config.json``, or an adapter whose base model is not available.
     """
     text = str(model_path)
     if text.startswith(BUILTIN_PREFIX):
@@ -100,18 +106,89 @@ def resolve_model_path(model_path: str | os.PathLike) -> Path:
                 _BUILDERS[name](target)
         return target
     path = Path(text).expanduser()
+    if is_adapter_folder(path):
+        return merged_adapter_path(path)
     if not (path / "config.json").is_file():
         raise ModelPathError(f"model path {text!r} is not a Hugging Face model folder "
-                             "(no config.json) nor one of "
+                             "(no config.json), a LoRA checkpoint (no adapter_config.json) nor one of "
                              + ", ".join(BUILTIN_PREFIX + n for n in BUILTIN_MODELS))
     return path.resolve()
 
 
-def _atomic_build(target: Path, build) -> None:
+def is_adapter_folder(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a peft LoRA adapter folder without a full model: ``adapter_config.json``
+    and no ``config.json`` (a LoRA run's ``checkpoint-<step>`` / ``checkpoint-latest``)."""
+    path = Path(path)
+    return (path / ADAPTER_CONFIG).is_file() and not (path / "config.json").is_file()
+
+
+def merged_adapter_path(adapter: str | os.PathLike) -> Path:
+    """The Hugging Face folder of a LoRA adapter merged onto its base model: ``.<name>.merged``
+    beside the adapter folder (links resolved; the convention of
+    :mod:`openclaw_rl.engine.weight_folder`), made on first use and again when the adapter's files
+    change (their sizes and modification times are recorded in its ``.complete``); a file lock
+    makes concurrent first uses safe.
+
+    Raises:
+        ModelPathError: the adapter's base model is not available here.
+    """
+    folder = Path(adapter).resolve()
+    stamp = [f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in sorted(folder.iterdir()) if p.is_file()]
+    key = hashlib.sha256("\n".join(stamp).encode()).hexdigest()
+    target = folder.parent / f".{folder.name}.merged"
+
+    def current() -> bool:
+        marker = target / ".complete"
+        return marker.is_file() and marker.read_text().strip() == key
+
+    if current():
+        return target
+    with _file_lock(folder.parent / f".{folder.name}.merged.lock"):
+        if not current():
+            _atomic_build(target, lambda out: merge_adapter(folder, out), marker=key)
+    return target
+
+
+def merge_adapter(adapter: str | os.PathLike, out: str | os.PathLike) -> Path:
+    """Merge a peft LoRA adapter onto its base model (``base_model_name_or_path`` of its
+    ``adapter_config.json``: a folder or a ``builtin:`` name) and write a plain Hugging Face model
+    folder to ``out``: float32 safetensors, config, generation config and the tokenizer (the
+    adapter folder's when it has one, with its chat template; else the base model's). vLLM,
+    SGLang and plain transformers load it.
+
+    Returns:
+        ``out``.
+
+    Raises:
+        ModelPathError: no adapter config, or the base model is not available here.
+    """
+    import json
+
+    import torch
+    from peft import PeftModel
+    from transformers import AutoTokenizer
+
+    adapter, out = Path(adapter), Path(out)
+    try:
+        base = json.loads((adapter / ADAPTER_CONFIG).read_text())["base_model_name_or_path"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise ModelPathError(f"{adapter} is not a LoRA adapter folder (readable {ADAPTER_CONFIG} with "
+                             f"base_model_name_or_path): {exc}") from None
+    base_folder = resolve_model_path(base)
+    model = auto_model_class(base_folder).from_pretrained(base_folder, dtype=torch.float32)
+    merged = PeftModel.from_pretrained(model, adapter).merge_and_unload().eval()
+    out.mkdir(parents=True, exist_ok=True)
+    merged.save_pretrained(out)
+    tokenizer_src = adapter if (adapter / "tokenizer_config.json").is_file() else base_folder
+    AutoTokenizer.from_pretrained(tokenizer_src).save_pretrained(out)
+    return out
+
+
+def _atomic_build(target: Path, build, marker: str = "ok") -> None:
     tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
     try:
         build(tmp)
-        (tmp / ".complete").write_text("ok\n")
+        (tmp / ".complete").write_text(marker + "\n")
         if target.exists():
             shutil.rmtree(target)
         tmp.rename(target)
