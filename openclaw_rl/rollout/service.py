@@ -139,6 +139,7 @@ class OpenClawRolloutService:
                 "--session-idle-timeout", str(x.session_idle_timeout),
                 "--torch-threads", str(x.server_torch_threads), "--no-resume-served-version",
                 *(("--inject-lessons", str(x.inject_lessons)) if x.inject_lessons else ()),
+                "--metrics-dir", str(log_dir.absolute()),
                 *(("--admin-api-key", x.admin_api_key) if x.admin_api_key else ()),
                 "--weights-dir", str(published_dir(cfg)), *server_device_args(cfg),
                 *server_backend_args(cfg, str(log_dir)),

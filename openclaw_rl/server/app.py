@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from openclaw_rl.engine import EngineError
 from openclaw_rl.server.chat import ChatEvent, ChatService
 from openclaw_rl.server.control import install_control_routes
+from openclaw_rl.server.dashboard import install_dashboard_routes
 from openclaw_rl.server.errors import APIError, error_body, install_error_handlers, validation_message
 from openclaw_rl.server.limits import DEFAULT_MAX_REQUEST_BYTES, BodyLimitMiddleware
 from openclaw_rl.server.protocol import ChatCompletionRequest
@@ -106,7 +107,7 @@ def admin_check(token: str, client_host: str, api_key: str | None, admin_api_key
 def create_app(service: ChatService, api_key: str | None = None, recorder=None, engine_close=None,
                max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, admin_api_key: str | None = None,
                weights_dirs: tuple[str, ...] = (), base_model_path: str | None = None,
-               resume_served_version: bool = True) -> FastAPI:
+               resume_served_version: bool = True, metrics_dir: str | None = None) -> FastAPI:
     """Build the app around a :class:`ChatService`.
 
     Args:
@@ -123,6 +124,8 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
         base_model_path: the folder of the model the server started with (version 0 of
             ``GET /admin/versions``, the target of a rollback to it).
         resume_served_version: on a store that recorded served versions, serve the last one again.
+        metrics_dir: a training run's ``--log-dir``, whose steps ``/dashboard`` shows
+            (:mod:`openclaw_rl.server.dashboard`).
     """
     versions = VersionRegistry(recorder.store if recorder else None)
     # a restart on the same store serves again the version it served last (when its folder is
@@ -187,6 +190,21 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
     async def check_admin(request: Request) -> None:
         host = request.client.host if request.client else ""
         admin_check(_bearer(request), host, api_key, admin_api_key)
+
+    async def check_key_or_admin(request: Request) -> None:
+        """Explicit feedback: the API key's endpoint, which the dashboard calls with the admin key."""
+        try:
+            await check_key(request)
+        except APIError as exc:
+            try:
+                await check_admin(request)
+            except APIError:
+                raise exc from None
+
+    async def check_page(request: Request) -> None:
+        """The dashboard page: the admin check, with the key also accepted as ``?key=``."""
+        host = request.client.host if request.client else ""
+        admin_check(_bearer(request) or request.query_params.get("key", ""), host, api_key, admin_api_key)
 
     @app.get("/metrics")
     async def metrics():
@@ -313,8 +331,10 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
         return served
 
     feedback_summary = install_control_routes(
-        app, recorder.store, check_key, check_admin, service.admission.registry, roll_back,
+        app, recorder.store, check_key_or_admin, check_admin, service.admission.registry, roll_back,
         lambda: service.engine.weight_version, service.lessons) if recorder else None
+    if recorder:
+        install_dashboard_routes(app, recorder.store, check_admin, check_page, metrics_dir)
 
     @app.post("/v1/chat/completions", dependencies=[Depends(check_key)])
     async def chat_completions(request: Request):

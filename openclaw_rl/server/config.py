@@ -68,6 +68,7 @@ class ServerConfig:
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
     prefill_chunk_tokens: int = DEFAULT_PREFILL_CHUNK_TOKENS
     inject_lessons: int = 0
+    metrics_dir: str | None = None
 
     @property
     def model_name(self) -> str:
@@ -186,6 +187,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --enable-rl-intercept, add the top N lessons (accepted hindsight hints, de-duplicated; "
                         "openclaw-rl lessons) to the system prompt of served requests, so a lesson takes effect "
                         "before the weights learn it (default 0: off)")
+    p.add_argument("--metrics-dir", default=None,
+                   help="a training run's --log-dir: /dashboard shows the steps of its newest metrics.jsonl "
+                        "(the training job passes its own)")
     p.add_argument("--insecure-no-auth", action="store_true",
                    help="allow a non-loopback --host without --api-key (anyone reaching the port can use the model "
                         "and its /admin endpoints)")
