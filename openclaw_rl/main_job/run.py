@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from openclaw_rl.main_job.progress import StepProgress, console_to_log
 from openclaw_rl.models import DEFAULT_MODEL
 from openclaw_rl.preferences import DEFAULT_PREFERENCE, PREFERENCES, get_preference
 
@@ -140,24 +141,34 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     train_q, test_q = question_sets(a.held_out)
     t0 = time.time()
-    print(f"[main job] {a.method} on {a.model_path}; the user asks: {pref.instruction!r}", flush=True)
+    console = console_to_log(out / "run.log")  # Ray's and the libraries' lines go to the log file
+
+    def say(line: str) -> None:
+        """A line for the person at the terminal (and the log)."""
+        console.write(line + "\n")
+        print(line, flush=True)
+
+    say(f"[main job] {a.method} on {a.model_path}; the user asks: {pref.instruction!r}")
+    say(f"[main job] full log: {out / 'run.log'}")
     with running_server(a.model_path, out / "rl_buffer", "--served-model-name", "policy", "--backend", a.backend,
-                        "--torch-threads", "1", api_key=API_KEY, log_dir=out,
+                        "--torch-threads", "1", "--metrics-dir", str(out / "logs"), api_key=API_KEY, log_dir=out,
                         timeout=180.0 if a.backend == "transformers" else 960.0) as server:
         base = server.base_url.rsplit("/v1", 1)[0]
-        print(f"[main job] serving at {server.base_url}; {len(test_q)} held-out questions...", flush=True)
+        say(f"[main job] serving at {server.base_url}; dashboard: {base}/dashboard?key={API_KEY}")
+        say(f"[main job] measuring {len(test_q)} held-out questions before training...")
         before = measure(base, API_KEY, test_q, pref, a.eval_max_tokens, concurrency=a.concurrency)
-        print(f"[main job] before: {before['rate']:.3f} ({before['seconds']} s); training {a.steps} steps...",
-              flush=True)
+        say(f"[main job] before: satisfaction {before['rate']:.3f} ({before['seconds']} s); training {a.steps} steps...")
         cfg = parse_run_args(trainer_argv(a, base, out))
         driver = UserDriver(base, API_KEY, train_q, pref, a.max_tokens, concurrency=a.concurrency).start()
+        progress = StepProgress(out / "logs", a.steps, console, lambda: [t.satisfied for t in driver.truth]).start()
         try:
             summary = train(cfg)
         finally:
+            progress.stop()
             driver.stop()
             ray.shutdown()
         after = measure(base, API_KEY, test_q, pref, a.eval_max_tokens, concurrency=a.concurrency)
-        print(f"[main job] after: {after['rate']:.3f}; re-serving the checkpoint...", flush=True)
+        say(f"[main job] after: satisfaction {after['rate']:.3f}; re-serving the checkpoint...")
     reserved = _reserve(a, out, test_q, pref)
     terms = pref.over_terms or pref.hint_terms
     quality = {"before": quality_summary(before["replies"], terms), "after": quality_summary(after["replies"], terms),
@@ -198,8 +209,9 @@ def main(argv: list[str] | None = None) -> int:
     (out / "heldout.json").write_text(json.dumps({"before": before, "after": after, "reserved": reserved},
                                                  indent=1))
     (out / "summary.json").write_text(json.dumps(result, indent=2))
-    print("\n== main job summary ==\n" + json.dumps(result, indent=2))
-    print("\n" + "\n".join(report_lines(result)))
+    print("\n== main job summary ==\n" + json.dumps(result, indent=2), flush=True)  # the log
+    say("\n" + "\n".join(report_lines(result)))
+    say(f"[main job] summary: {out / 'summary.json'}; full log: {out / 'run.log'}")
     return 1 if driver.failed else 0
 
 

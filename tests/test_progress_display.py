@@ -1,0 +1,50 @@
+"""The terminal of ``make run``: one compact line per train step from the metrics the trainer
+logs (``slime.monitor.MetricsLogger``), and everything else (child processes, warnings) in the
+run's log file."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import textwrap
+
+from openclaw_rl.main_job.progress import StepProgress, step_line
+from slime.monitor import MetricsLogger
+
+
+def test_one_line_per_step_with_satisfaction(tmp_path):
+    logger = MetricsLogger(tmp_path / "logs", "run-x")
+    console, verdicts = io.StringIO(), [True, False, True]
+    progress = StepProgress(tmp_path / "logs", 16, console, lambda: verdicts, poll_s=60)
+    logger.log(1, {"reward/mean": 0.25, "rollout/samples": 8, "weight_version": 2, "gate/passed": 1.0,
+                   "train/loss": 0.0123, "train/approx_kl": 0.0004, "train/pg_loss": 1.0, "backlog/judged": 3})
+    assert progress.poll() == 1
+    verdicts += [False]
+    logger.log(2, {"reward/mean": -0.5, "rollout/samples": 8, "weight_version": 2, "gate/passed": 0.0})
+    progress.stop()
+    logger.close()
+    lines = console.getvalue().splitlines()
+    assert len(lines) == 2 and all(len(line) < 140 for line in lines)
+    assert lines[0].startswith("step 1/16 | reward +0.25 (8) | satisfaction 0.67 (3 replies) | serving v2 | gate pass | "
+                               "loss 0.0123 | KL 0.0004 | ")
+    assert lines[1].startswith("step 2/16 | reward -0.50 (8) | satisfaction 0.00 (1 replies) | serving v2 | gate FAIL")
+    assert step_line({"step": 3}, None, None, 1.0) == "step 3 | reward - (-) | serving v- | gate - | loss - | KL - | 1 s"
+
+
+def test_library_output_goes_to_the_log_file(tmp_path):
+    script = textwrap.dedent(f"""
+        import subprocess, sys, warnings
+        from pathlib import Path
+        from openclaw_rl.main_job.progress import console_to_log
+        console = console_to_log(Path({str(tmp_path / 'run.log')!r}))
+        console.write("step 1/2 | reward +1.00\\n")
+        print("INFO library chatter")
+        warnings.warn("a library warning")
+        subprocess.run([sys.executable, "-c", "import sys; print('(TrainActor pid=1) worker line', file=sys.stderr)"])
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "step 1/2 | reward +1.00\n" and r.stderr == ""
+    log = (tmp_path / "run.log").read_text()
+    assert "INFO library chatter" in log and "a library warning" in log and "worker line" in log
