@@ -32,7 +32,8 @@ install: $(STAMP)
 # its YAML configs (prompt templates, step limit) only; its own deps (litellm, datasets, textual) are not needed.
 # chromium (Debian package) is gui-rl's headless browser, driven by Playwright over CDP (no
 # Playwright browser download) or by Selenium through chromium-driver (SCREENSHOT_BACKEND=selenium);
-# the MiniWoB++ pages come from the miniwob package.
+# the MiniWoB++ pages come from the miniwob package. The same chromium and Playwright drive the
+# dashboard's browser test (tests/test_dashboard_browser.py; docs/control.md).
 $(STAMP): requirements.txt pyproject.toml Makefile
 	@command -v bwrap >/dev/null || (apt-get update -qq && apt-get install -y -qq bubblewrap) >/dev/null
 	@/usr/bin/python3 -c 'import pytest' 2>/dev/null || (apt-get update -qq && apt-get install -y -qq python3-pytest) >/dev/null

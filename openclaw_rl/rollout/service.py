@@ -146,6 +146,8 @@ class OpenClawRolloutService:
                 api_key=self.api_key, log_dir=log_dir, port=x.port, env=server_env(cfg),
                 timeout=180.0 if x.backend == "transformers" else 960.0)  # engine servers load first
             self.server_url = self.server.base_url.rsplit("/v1", 1)[0]
+            log.warning("serving at %s/v1; dashboard: %s/dashboard%s", self.server_url, self.server_url,
+                        "?key=<admin key>" if (x.admin_api_key or self.api_key) else "")
         self.text_turns.tokenize_all()  # imported turns without ids, before anything judges them
         from openclaw_rl.models import resolve_model_path
         from openclaw_rl.vl_models import load_processor
