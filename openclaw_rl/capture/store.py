@@ -140,9 +140,14 @@ class TrajectoryStore:
         return False
 
     def read(self, sql: str, args: tuple | list = ()) -> list[sqlite3.Row]:
-        """The rows of one read-only statement, under the store's lock."""
+        """The rows of one read-only statement, under the store's lock. A disk error drops the
+        connection (the next call opens a fresh one, as after a failed write) and is raised."""
         with self._lock:
-            return self._db.execute(sql, args).fetchall()
+            try:
+                return self._db.execute(sql, args).fetchall()
+            except (sqlite3.OperationalError, OSError):
+                self._drop()
+                raise
 
     # ------------------------------------------------------------------ sessions
     def touch_session(self, session_id: str, source: str, now: float | None = None,
