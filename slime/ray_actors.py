@@ -294,6 +294,7 @@ class TrainActor:
         (:func:`slime.promotion.measure_version` on ``data``'s items not in ``skip``)."""
         from slime.promotion import measure_version
 
+        reached("gate", self.backend.weight_version)  # a fault test may kill the trainer here
         return measure_version(self.backend, data, set(skip), canary_max_tokens=self.cfg.gate_canary_max_tokens,
                                temperature=self.cfg.rollout_temperature, seed=self.cfg.seed)
 
