@@ -52,6 +52,8 @@ class Preference:
         hint_terms: words a hindsight hint that names this preference contains (any one).
         over_terms: words the preference asks for that a person notices when they are
             over-applied (a name said three times in a short reply).
+        paraphrase: the same wish in other words (never seen in training): whether what was
+            learned generalises (:mod:`openclaw_rl.main_job.generalisation`).
     """
 
     name: str
@@ -61,6 +63,7 @@ class Preference:
     praises: tuple[str, ...]
     hint_terms: tuple[str, ...] = ()
     over_terms: tuple[str, ...] = ()
+    paraphrase: str = ""
 
     def quality_problem(self, reply: str) -> str | None:
         """What a person would object to in ``reply`` beyond the stated rule, or None:
@@ -126,36 +129,38 @@ PREFERENCES: dict[str, Preference] = {p.name: p for p in (
     Preference("start-sure", "Please start your answer with 'Sure!'.",
                lambda r: r.lstrip().startswith("Sure!"),
                _corrections("Start your answer with 'Sure!'.", "your answer has to start with 'Sure!'."),
-               _THANKS, ("Sure",), ("Sure",)),
+               _THANKS, ("Sure",), ("Sure",), paraphrase="Begin your reply with the word 'Sure!', please."),
     Preference("max-20-words", "Please answer in at most 20 words.",
                lambda r: len(r.split()) <= 20,
                _corrections("Answer in at most 20 words.", "that was far more than 20 words."),
-               _THANKS, ("20 words", "twenty words", "short", "brief")),
+               _THANKS, ("20 words", "twenty words", "short", "brief"),
+               paraphrase="Keep it short: twenty words or fewer."),
     Preference("end-question", "Please end your answer with a question for me.",
                lambda r: r.rstrip().endswith("?"),
                _corrections("End your answer with a question for me.", "you did not end with a question for me."),
-               _THANKS, ("question",)),
+               _THANKS, ("question",), paraphrase="Finish by asking me something back."),
     Preference("one-sentence", "Please answer in one sentence.",
                lambda r: len(_SENTENCE_END.findall(r.strip())) <= 1,
                _corrections("Answer in one sentence only.", "that was more than one sentence."),
-               _THANKS, ("one sentence", "single sentence")),
+               _THANKS, ("one sentence", "single sentence"), paraphrase="A single sentence is all I want."),
     Preference("lowercase", "Please write your answer in lowercase letters only.",
                lambda r: r == r.lower(),
                _corrections("Write only lowercase letters.", "you used capital letters."),
-               _THANKS, ("lowercase", "lower case", "capital")),
+               _THANKS, ("lowercase", "lower case", "capital"), paraphrase="No capital letters anywhere, please."),
     Preference("name-alex", "My name is Alex; please address me by name in your answer.",
                lambda r: "Alex" in r,
                _corrections("Address me by my name, Alex.", "you did not call me Alex."),
-               _THANKS, ("Alex",), ("Alex",)),
+               _THANKS, ("Alex",), ("Alex",), paraphrase="I'm Alex, by the way. Use my name when you reply."),
     Preference("french", "Please answer in French.",
                lambda r: len({w.lower().strip(".,!?;:'\"") for w in r.split()} & _FRENCH) >= 3,
                _corrections("Answer in French, please.", "I asked for an answer in French."),
-               _THANKS, ("French",)),
+               _THANKS, ("French",), paraphrase="Réponds en français, s'il te plaît."),
     Preference("no-markdown", "Please answer in plain sentences, without markdown lists, headings or bold text.",
                _no_markdown,
                _corrections("Write plain sentences, without lists or markdown.",
                             "I asked for plain prose, no lists or bold text."),
-               _THANKS, ("markdown", "list", "plain", "bold")),
+               _THANKS, ("markdown", "list", "plain", "bold"),
+               paraphrase="No bullet points, headings or bold, just ordinary prose."),
 )}
 
 #: the main job's preference (chosen by measured baseline; see the module docstring)

@@ -15,6 +15,8 @@ and closes it (:func:`release`), or kills the process. Points (where they are ca
   marked trained in the store);
 * ``save_written`` -- the train actor, the checkpoint's files written, before the rename that
   makes it the newest (:func:`slime.checkpoint.save_checkpoint`);
+* ``gate`` -- the train actor, before the promotion gate measures the weights of version
+  ``step`` (first as the step's candidate, before anything of it is checkpointed or served);
 * ``publish`` -- the rollout service, the weights exported, before the server is asked to load
   them (its ``step`` is the weight version being published: the step number in a fresh run).
 """

@@ -19,7 +19,8 @@ measures them (:func:`measure_version`) on what the rollout service hands the ga
    last good version's ended on their own (less those that now end on their own where the last
    good version's ran to the limit: sampling moves both ways), may each be at most
    ``--gate-max-new-problems`` (and a check fails only when at least two replies got worse: one
-   sampled reply is noise). When half
+   sampled reply is noise; the truncation check also needs a one-sided sign test on the changed
+   replies below 0.05, as which short replies stay short is mostly sampling). When half
    or more of the last good version's canary replies already show a problem (a random or
    untrained policy), these checks are skipped (``gate/canary_check_skipped``).
 
@@ -49,7 +50,7 @@ from slime.behaviour import behaviour_problems
 from slime.sample import Sample
 
 __all__ = ["CanaryReply", "GateData", "GateFailureAction", "GateMode", "GateReport", "GateThresholds",
-           "PromotionGate", "VersionMeasure", "measure_version"]
+           "PromotionGate", "VersionMeasure", "measure_version", "sign_test_p"]
 
 log = logging.getLogger("slime.train")
 
@@ -60,6 +61,12 @@ UNINFORMATIVE_CANARIES = 0.5
 #: a canary check fails only when at least this many replies changed for the worse: one sampled
 #: reply that now runs to the limit is noise (measured: the default run's step 2, 1 of 6)
 MIN_CHANGED_CANARIES = 2
+#: the truncation check also needs the replies newly cut to outnumber those that newly end beyond
+#: chance (one-sided exact sign test on the changed replies): with a 32-token budget most replies
+#: run to the limit, and which of the few short ones stay short is sampling noise (the default
+#: run: 2 of 5 and 2 of 6 newly cut, 0 newly ended, in two of its first three steps). Five newly
+#: cut and none newly ended is the least that passes (p = 0.031); a run-on collapse cuts them all.
+TRUNCATION_SIGNIFICANCE = 0.05
 
 
 class GateMode(StrEnum):
@@ -169,6 +176,14 @@ class GateReport:
     def line(self) -> str:
         """The one-line reason of a failure (empty when passed)."""
         return "; ".join(self.failed)
+
+
+def sign_test_p(worse: int, better: int) -> float:
+    """One-sided exact sign test: the probability of at least ``worse`` of ``worse + better``
+    changed items changing for the worse when either direction is equally likely (1.0 with no
+    change). Returns a probability in (0, 1]."""
+    n = worse + better
+    return sum(math.comb(n, k) for k in range(worse, n + 1)) / 2 ** n if n else 1.0
 
 
 def _item_key(kind: str, sample: Sample, index: int) -> str:
@@ -370,9 +385,10 @@ class PromotionGate:
                 k = new_problems[0]
                 failed.append(f"{len(new_problems)}/{n} canary replies newly degenerate > {t.max_new_problems:.0%} "
                               f"({', '.join(candidate.canary[k].problems)}: {candidate.canary[k].text[:60]!r})")
-            if cut > t.max_new_problems and net_cut >= MIN_CHANGED_CANARIES:
+            m["gate/new_truncation_p"] = p_cut = sign_test_p(len(new_cut), len(new_ended))
+            if cut > t.max_new_problems and net_cut >= MIN_CHANGED_CANARIES and p_cut < TRUNCATION_SIGNIFICANCE:
                 failed.append(f"{len(new_cut)}/{n} canary replies newly run to the token limit, {len(new_ended)} newly "
-                              f"end on their own: net {cut:.0%} > {t.max_new_problems:.0%}")
+                              f"end on their own: net {cut:.0%} > {t.max_new_problems:.0%} (sign test p={p_cut:.3f})")
         m["gate/passed"] = float(not failed)
         return GateReport(not failed, failed, m, candidate)
 

@@ -103,13 +103,22 @@ class Publisher:
 
     def publish(self, step: int | None = None, save: Callable[[], object] | None = None) -> dict:
         """Gate, checkpoint (``save``), export and publish the current weights; returns the step's
-        publish metrics: ``publish/ok`` (1 or 0), ``publish/failures`` (the run's total so far),
+        publish metrics. When serving was rolled back while the step trained (``POST
+        /admin/rollback``), the trainer goes back to the served version (:meth:`_follow_rollback`)
+        and the step's weights, grown from the newer version, are dropped (``publish/dropped``),
+        so the next publish never overrides the rollback with them. Metrics:
+        ``publish/ok`` (1 or 0), ``publish/failures`` (the run's total so far),
         ``gate/*`` (the gate's measures and ``gate/rejected``, the run's total) and, when known,
         ``weight_version`` (what serving runs after this publish).
 
         Raises:
             Whatever else the actors raise (an actor that died, a bug): those stop the run.
         """
+        followed = self._follow_rollback()
+        if followed.get("rollback/followed"):  # serving went back while this step trained on the newer weights
+            log.warning("the step's weights grew from the version serving left; they are dropped and training goes "
+                        "on from version %s", self.served)
+            return {**self._metrics(0, {}), **followed, "publish/dropped": 1}
         version = self.trainer.weight_version() if self.gating else None
         if version is not None and version == self.served:  # a skipped step: nothing new to serve
             return {**self._metrics(0, {}), "publish/unchanged": 1}

@@ -49,11 +49,12 @@ def init_ray() -> None:
                  log_to_driver=True)
 
 
-def _use_all_cores(share: int = 1) -> None:
+def _use_all_cores(share: int = 1, threads: int = 0) -> None:
     """Ray starts workers niced and with OMP_NUM_THREADS=1; a trainer wants the whole machine (its
-    ``1 / share`` when ``share`` processes train on it side by side)."""
+    ``1 / share`` when ``share`` processes train on it side by side), or ``threads`` when given
+    (``--train-threads``)."""
     import torch
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, share)))
+    torch.set_num_threads(threads or max(1, (os.cpu_count() or 1) // max(1, share)))
     try:
         os.setpriority(os.PRIO_PROCESS, 0, 0)
     except OSError:  # not allowed to lower niceness: keep Ray's priority
@@ -173,7 +174,7 @@ class TrainActor:
         """Build the policy, optimizer and loss: on this actor's GPU in bfloat16 when Ray gave it
         one and torch sees CUDA, else on CPU in float32; with ``world_size > 1`` first join the
         process group at ``address`` (rank 0's :meth:`address`) and shard the policy (FSDP2)."""
-        _use_all_cores(share=self.cfg.actor_num_gpus_per_node)
+        _use_all_cores(share=self.cfg.actor_num_gpus_per_node, threads=self.cfg.train_threads)
         import torch
 
         from slime.backend import TrainingBackend
@@ -294,6 +295,7 @@ class TrainActor:
         (:func:`slime.promotion.measure_version` on ``data``'s items not in ``skip``)."""
         from slime.promotion import measure_version
 
+        reached("gate", self.backend.weight_version)  # a fault test may kill the trainer here
         return measure_version(self.backend, data, set(skip), canary_max_tokens=self.cfg.gate_canary_max_tokens,
                                temperature=self.cfg.rollout_temperature, seed=self.cfg.seed)
 

@@ -8,7 +8,7 @@ import torch
 from slime.arguments import parse_args
 from slime.backend import TrainingBackend
 from slime.promotion import (CanaryReply, GateData, GateMode, GateThresholds, PromotionGate, VersionMeasure,
-                             measure_version)
+                             measure_version, sign_test_p)
 from slime.sample import Sample
 
 TINY_QWEN3 = "builtin:tiny-qwen3"
@@ -46,8 +46,8 @@ def test_a_version_like_the_last_good_one_passes():
     (_measure(nll={"reference:0": (212.0, 100)}), "reference NLL up"),
     (_measure(canary={**{f"canary:{i}": CLEAN for i in range(8)}, "canary:8": SPAM, "canary:9": SPAM}),
      "newly degenerate"),
-    (_measure(canary={**{f"canary:{i}": CLEAN for i in range(8)},
-                      **{f"canary:{i}": CanaryReply("and so on and", True, ()) for i in (8, 9)}}),
+    (_measure(canary={**{f"canary:{i}": CLEAN for i in range(5)},
+                      **{f"canary:{i}": CanaryReply("and so on and", True, ()) for i in range(5, 10)}}),
      "newly run to the token limit"),
 ])
 def test_each_check_rejects_what_it_guards(candidate, check):
@@ -60,10 +60,21 @@ def test_each_check_rejects_what_it_guards(candidate, check):
 def test_one_changed_canary_is_noise():
     gate = PromotionGate(GateMode.ENFORCE)
     gate.refresh_baseline(lambda skip: _measure(canary={f"canary:{i}": CLEAN for i in range(6)}))
+    assert gate.judge(_measure(canary={**{f"canary:{i}": CLEAN for i in range(5)}, "canary:5": SPAM}), {}).passed
+    assert not gate.judge(_measure(canary={**{f"canary:{i}": CLEAN for i in range(4)}, "canary:4": SPAM,
+                                           "canary:5": SPAM}), {}).passed
+
+
+def test_a_few_replies_newly_cut_are_not_significant_but_many_are():
+    """The default run's steps 2 and 3 were rejected for 2 of 5 and 2 of 6 replies newly cut at a
+    32-token budget, none newly ended: sampling. A run-on version cuts them all."""
     cut = CanaryReply("and so on and", True, ())
-    assert gate.judge(_measure(canary={**{f"canary:{i}": CLEAN for i in range(5)}, "canary:5": cut}), {}).passed
-    assert not gate.judge(_measure(canary={**{f"canary:{i}": CLEAN for i in range(4)}, "canary:4": cut,
-                                           "canary:5": cut}), {}).passed
+    assert sign_test_p(2, 0) == 0.25 and sign_test_p(5, 0) == 1 / 32 and sign_test_p(0, 0) == 1.0
+    gate = PromotionGate(GateMode.ENFORCE)
+    gate.refresh_baseline(lambda skip: _measure(canary={f"canary:{i}": CLEAN for i in range(6)}))
+    two = gate.judge(_measure(canary={**{f"canary:{i}": CLEAN for i in range(4)}, "canary:4": cut, "canary:5": cut}), {})
+    assert two.passed and two.metrics["gate/new_truncation_share"] == pytest.approx(2 / 6)
+    assert not gate.judge(_measure(canary={f"canary:{i}": cut for i in range(6)}), {}).passed
 
 
 def test_replies_newly_cut_are_offset_by_replies_that_now_end():

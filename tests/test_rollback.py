@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import httpx
+import pytest
 import torch
 
 from openclaw_rl.models import load_model, load_tokenizer
@@ -123,3 +127,54 @@ def test_a_server_killed_after_a_promotion_serves_that_version_again(tmp_path):
         stop_server(server)
         if restarted is not None:
             stop_server(restarted)
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_live_run_follows_a_rollback_of_serving(tmp_path):
+    """A real run (slime/train.py on Ray, offline sessions, publishing to a real server) is held at
+    the start of step 3's optimizer work while serving is rolled back from version 2 to 1
+    (``POST /admin/rollback``). The step's weights grew from version 2: they are dropped, the
+    trainer goes back to version 1's checkpoint (written at its promotion), and the next version
+    it publishes is trained from there; the rollback is never overridden by step 3's weights."""
+    from slime.fault_points import FAULT_AT_ENV, FAULT_DIR_ENV, release, wait_reached
+
+    repo = Path(__file__).resolve().parent.parent
+    work, faults = tmp_path / "run", tmp_path / "faults"
+    work.mkdir()
+    faults.mkdir()
+    (work / "sessions.jsonl").write_text("".join(json.dumps({"session_id": f"s{i}", "turns": [
+        {"prompt": [{"role": "user", "content": f"question {i}"}], "response": f"answer {i}",
+         "next_state": "thanks"}]}) + "\n" for i in range(8)))
+    with running_server("builtin:tiny-qwen3", tmp_path / "served") as server:
+        base = server.base_url.rsplit("/v1", 1)[0]
+        env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "SLIME_CALLER_CWD", "DATA_PATH")}
+        env.update({FAULT_AT_ENV: "train_step@3", FAULT_DIR_ENV: str(faults), "OMP_NUM_THREADS": "1"})
+        run = subprocess.Popen(
+            [sys.executable, str(repo / "slime" / "train.py"), "--model-path", "builtin:tiny-qwen3",
+             "--data-path", "sessions.jsonl", "--server-url", base, "--api-key", "sk-test",
+             "--custom-rm-path", "tests/plugins/low_ids_reward.py", "--rollout-batch-size", "2",
+             "--num-rollout", "4", "--save", "./ckpt", "--save-interval", "100", "--log-dir", "./logs",
+             "--gate-max-nll-rise", "100", "--gate-logprob-margin", "100"],
+            cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_reached(faults, "train_step@3", timeout_s=600, proc=run)
+            assert httpx.get(base + "/healthz").json()["weight_version"] == 2
+            r = httpx.post(base + "/admin/rollback", headers=AUTH, json={"version": 1}, timeout=120)
+            assert r.status_code == 200, r.text
+            release(faults, "train_step@3")
+            out, err = run.communicate(timeout=900)
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+        assert run.returncode == 0, out[-2000:] + err[-4000:]
+        rows = {r["step"]: r for r in map(json.loads, next((work / "logs").rglob("metrics.jsonl")).read_text().splitlines())}
+        assert rows[3]["rollback/to"] == 1 and rows[3]["rollback/followed"] == 1 and rows[3]["publish/dropped"] == 1
+        assert rows[3]["publish/ok"] == 0 and rows[4]["publish/ok"] == 1
+        assert "serving was rolled back from version 2 to 1" in err and "checkpoint-1" in err
+        # step 3 went back to version 1's weights as version 4; step 4 trained them into version 5
+        assert rows[4]["weight_version"] == 5
+        assert httpx.get(base + "/healthz").json()["weight_version"] == 5
+        listed = [v["version"] for v in httpx.get(base + "/admin/versions", headers=AUTH).json()["data"]]
+        assert 3 not in listed and 4 not in listed and {1, 2, 5} <= set(listed), listed

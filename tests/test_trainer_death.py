@@ -150,3 +150,30 @@ def test_killed_at_three_points_of_a_run_and_resumed_each_time(tmp_path):
     assert summary["resumed_weight_version"] == 1
     assert {i for i, (_, t) in _trained(work).items() if t == 1} == step1  # not trained again
     assert not list((work / "ckpt").glob(".tmp-checkpoint-*"))
+
+
+def test_killed_during_a_promotion_resumes_from_the_last_promoted_version(tmp_path):
+    """The trainer SIGKILLed while the promotion gate measures version 2 (trained, not yet
+    checkpointed or served), with ``--save-interval`` far beyond the run: version 1 was
+    checkpointed when it was promoted, so the resume starts from it (not from the base model),
+    serves it again, trains step 2's turns once more and ends with every served version one that
+    passed the gate. The thresholds are wide so that the tiny random model's verdicts are all passes:
+    the test is about what a kill loses, not about the verdicts."""
+    work = tmp_path / "run"
+    work.mkdir()
+    _sessions(work / "sessions.jsonl")
+    wide = ("--save-interval", "100", "--gate-max-nll-rise", "100", "--gate-logprob-margin", "100")
+    _, err = _kill_at(work, "gate@2", *wide)
+    _assert_one_line_report(err, work, 2, "checkpoint-1; turns trained after it are trained again")
+    state = json.loads((work / "ckpt" / "checkpoint-latest" / "trainer_state.json").read_text())
+    assert state["step"] == 1 and state["weight_version"] == 1  # written at promotion, not by the interval
+
+    run = _start(work, *RESUME, *wide)
+    out, err = run.communicate(timeout=900)
+    assert run.returncode == 0, out[-2000:] + err[-4000:]
+    summary = json.loads(out[out.index("{"):])
+    assert summary["resumed_weight_version"] == 1
+    _assert_each_turn_trained_once(work, summary, start=1)
+    versions = summary["promotion_gate"]["versions"]
+    assert [v["version"] for v in versions if v["served"]] == [2, 3], versions
+    assert all(v["passed"] for v in versions if v["served"]), versions

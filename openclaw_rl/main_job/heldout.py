@@ -21,8 +21,9 @@ SYSTEM = "You are a helpful assistant."
 
 
 def user_message(question: Question, preference: Preference) -> str:
-    """The user's first message: the question, then the stated preference."""
-    return f"{question.text}\n\n{preference.instruction}"
+    """The user's first message: the question, then the stated preference (none when its
+    instruction is empty)."""
+    return f"{question.text}\n\n{preference.instruction}" if preference.instruction else question.text
 
 
 def measure(base_url: str, api_key: str, questions: list[Question], preference: Preference,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 import time
@@ -14,6 +15,8 @@ from openclaw_rl.models import DEFAULT_MODEL
 from openclaw_rl.preferences import DEFAULT_PREFERENCE, PREFERENCES, get_preference
 
 API_KEY = "sk-local"
+#: torch threads of the server that answers the simulated user (the trainer takes the other cores)
+SERVER_THREADS = 1
 #: trainer flags per ``--method`` (``make run METHOD=rl|opd|combine``)
 METHOD_ARGS = {"rl": ("--advantage-estimator", "broadcast"),
                "opd": ("--advantage-estimator", "opd", "--opd-teacher", "base"),
@@ -71,6 +74,9 @@ def trainer_argv(a: argparse.Namespace, base: str, out: Path) -> list[str]:
             "--use-lora", "--lora-rank", str(a.lora_rank), "--lr", str(a.lr), "--eps-clip", "0.2",
             "--eps-clip-high", "0.28", "--use-tis", "--max-staleness", "2", "--majority-vote-n", "1",
             "--num-judge-workers", "1", "--rollout-max-response-len", str(a.max_tokens),
+            # the server answers the user with one thread while the trainer trains: the trainer takes the
+            # other cores, not all of them (2 threads on 2 busy cores: train and gate 2-3x slower)
+            "--train-threads", str(max(1, (os.cpu_count() or 1) - SERVER_THREADS)),
             # the simulated user reacts to the reply it saw, cut or not (the preference shows in the
             # first words), so cut replies are trained, not masked (docs/learning.md)
             "--truncated-replies", "train", "--promotion-gate", a.promotion_gate,
@@ -151,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     say(f"[main job] {a.method} on {a.model_path}; the user asks: {pref.instruction!r}")
     say(f"[main job] full log: {out / 'run.log'}")
     with running_server(a.model_path, out / "rl_buffer", "--served-model-name", "policy", "--backend", a.backend,
-                        "--torch-threads", "1", "--metrics-dir", str(out / "logs"), api_key=API_KEY, log_dir=out,
+                        "--torch-threads", str(SERVER_THREADS), "--metrics-dir", str(out / "logs"), api_key=API_KEY,
+                        log_dir=out,
                         timeout=180.0 if a.backend == "transformers" else 960.0) as server:
         base = server.base_url.rsplit("/v1", 1)[0]
         say(f"[main job] serving at {server.base_url}; dashboard: {base}/dashboard?key={API_KEY}")

@@ -59,6 +59,14 @@ def test_floors_keep_tiny_values_from_tripping():
     assert d.check({"logprob_gap": 0.6}).signal == "logprob_gap"
 
 
+def test_the_kl_to_the_reference_growing_as_a_run_learns_is_no_spike():
+    """The default main job's kl_ref per step (0.01-0.05, then 0.26 at step 4), growing on: with a
+    0.05 floor step 4 was skipped as a spike; a collapse's kl_ref is nats per token."""
+    d = _detector(spike_window=8)
+    assert _feed(d, [{"kl_ref": k} for k in (0.01, 0.03, 0.05, 0.26, 0.3, 0.45, 0.6, 0.7)]) == [None] * 8
+    assert d.check({"kl_ref": 6.0}).signal == "kl_ref"
+
+
 def test_non_finite_values_spike_and_never_enter_the_history():
     d = _detector()
     for bad in (float("nan"), float("inf")):
