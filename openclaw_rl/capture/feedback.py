@@ -224,8 +224,9 @@ class FeedbackBook:
                                + " ORDER BY f.created_at DESC LIMIT ?", (int(limit),))
         return [(_feedback(r), judge_vote(_judgement(r))) for r in rows]
 
-    def summary(self) -> dict[str, float]:
-        """Counts of the ratings and the judge's agreement with them.
+    def summary(self, reopen: bool = True) -> dict[str, float]:
+        """Counts of the ratings and the judge's agreement with them (``reopen``: see
+        :meth:`openclaw_rl.capture.store.TrajectoryStore.read`).
 
         Returns:
             ``total``, ``positive``, ``negative``, ``corrections``, ``applied`` (used in a train
@@ -236,7 +237,7 @@ class FeedbackBook:
         """
         rows = self.store.read("SELECT f.rating, f.correction, f.applied_step, f.status_at_rating, j.method, j.reward, "
                                "j.trainable, j.details_json FROM feedback f LEFT JOIN judgements j "
-                               "ON j.turn_id = f.turn_id")
+                               "ON j.turn_id = f.turn_id", (), reopen)
         out = {k: 0 for k in ("total", "positive", "negative", "corrections", "applied", "after_training",
                               "judge_agree", "judge_disagree", "judge_abstained")}
         for r in rows:

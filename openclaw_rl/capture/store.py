@@ -139,10 +139,17 @@ class TrajectoryStore:
             time.sleep(0.1 * (attempt + 1))
         return False
 
-    def read(self, sql: str, args: tuple | list = ()) -> list[sqlite3.Row]:
+    def read(self, sql: str, args: tuple | list = (), reopen: bool = True) -> list[sqlite3.Row]:
         """The rows of one read-only statement, under the store's lock. A disk error drops the
-        connection (the next call opens a fresh one, as after a failed write) and is raised."""
+        connection (the next call opens a fresh one, as after a failed write) and is raised.
+
+        ``reopen=False`` (a periodic background read): when a failed write dropped the connection,
+        raise ``sqlite3.OperationalError`` instead of opening a new one, so that a background read
+        never opens the database while the disk is failing (a connection opened on a read-only
+        disk fails the first write after it recovers); capture's next write reopens it."""
         with self._lock:
+            if not reopen and self._conn is None:
+                raise sqlite3.OperationalError("the store's connection was dropped after a failed write")
             try:
                 return self._db.execute(sql, args).fetchall()
             except (sqlite3.OperationalError, OSError):

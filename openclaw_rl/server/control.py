@@ -119,12 +119,14 @@ class FeedbackSummary:
                            "(judge_agree, judge_disagree, judge_abstained, judge_agreement; -1: none yet)",
                            ["kind"], registry=registry)
 
-    def refresh(self) -> dict[str, float]:
-        """Read the summary from the store (in a worker thread); a failing store keeps the old one."""
+    def refresh(self, background: bool = False) -> dict[str, float]:
+        """Read the summary from the store (in a worker thread); a failing store keeps the old one.
+        ``background``: the periodic refresh, which never reopens a connection a failed write
+        dropped (:meth:`openclaw_rl.capture.store.TrajectoryStore.read`)."""
         try:
-            self.values = self.book.summary()
+            self.values = self.book.summary(reopen=not background)
         except (sqlite3.Error, OSError) as exc:
-            log.warning("feedback summary: the store failed (%s)", exc)
+            log.debug("feedback summary: the store failed (%s)", exc)
         return self.values
 
     def export(self) -> None:
@@ -135,7 +137,7 @@ class FeedbackSummary:
     async def refresh_forever(self) -> None:
         """Background task of the app's lifespan."""
         while True:
-            await asyncio.to_thread(self.refresh)
+            await asyncio.to_thread(self.refresh, True)
             await asyncio.sleep(SUMMARY_REFRESH_S)
 
 
