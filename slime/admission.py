@@ -24,9 +24,12 @@ what a collapsing policy writes never becomes training data):
    :func:`slime.behaviour.behaviour_problems` (a repetition loop, a run of rare or replacement
    characters, one content word over-applied, the same tool call again and again); a special
    token inside the reply (anywhere but its last token, e.g. ``<|im_start|>`` or padding) or an
-   id outside the vocabulary counts as ``garbage_tokens``. Such a sample's loss mask and
-   advantages are zeroed (it stays in the batch, so a GRPO group keeps its size and its reward
-   still counts in the group's baseline, but none of its tokens is trained), counted per problem
+   id outside the vocabulary counts as ``garbage_tokens``. Such a sample, unless its reward is
+   negative, has its loss mask and advantages zeroed (it stays in the batch, so a GRPO group keeps
+   its size and its reward still counts in the group's baseline, but none of its tokens is
+   trained): a degeneracy is never reinforced. One the judge rejected (reward < 0) is trained as
+   the negative example it is (the main job's over-applied replies, which the user corrects: masked,
+   they could not teach the policy away from name spam). All are counted per problem
    (``samples/degenerate``, ``samples/degenerate_<problem>``) and named in one warning. ``train``
    counts and warns the same but trains them. Without a tokenizer the check is skipped.
 4. **Rollout log-probs** of samples with ``logprob_source`` other than ``engine`` (constrained
@@ -121,10 +124,15 @@ def _count_degenerate(s: Sample, index: int, problems: dict[str, str], policy: A
     counts["degenerate"] += 1
     for name in problems:
         counts[f"degenerate_{name}"] += 1
-    masked = policy.degenerate_samples == "mask" and s.num_loss_tokens > 0
+    # a degenerate reply the judge rejected is a negative example: trained, it teaches the policy away
+    # from the degeneracy (the user's "stop saying my name" is the signal against name spam); one
+    # rewarded or neutral is masked, so a degeneracy is never reinforced
+    negative = s.reward is not None and s.reward < 0
+    masked = policy.degenerate_samples == "mask" and s.num_loss_tokens > 0 and not negative
     what = "; ".join(f"{name}: {hit[:60]!r}" for name, hit in problems.items())
     log.warning("%s: degenerate reply (%s): %s (--degenerate-samples %s)", turn_name(s, index), what,
-                "not trained" if masked else "trained", policy.degenerate_samples)
+                "not trained" if masked else "trained as a negative example" if negative else "trained",
+                policy.degenerate_samples)
     if masked:
         s.loss_mask = [0] * s.response_length
         if s.advantages is not None:

@@ -86,6 +86,19 @@ def test_a_degenerate_sample_gets_no_loss_and_is_counted_and_named(tokenizer, ca
     assert all(torch.equal(p, w) for p, w in zip(backend.trainable_parameters, weights))
 
 
+def test_a_degenerate_reply_the_judge_rejected_is_trained_as_a_negative_example(tokenizer):
+    """The user corrected the name spam (reward -1): masking it would throw away the one signal
+    that teaches the policy away from it; rewarded (+1) or neutral (0), it is masked."""
+    rejected, neutral, rewarded = (_sample(tokenizer, DEGENERATE["over_application"], f"t{r}") for r in (-1, 0, 1))
+    rejected.reward, neutral.reward = -1.0, 0.0
+    rejected.advantages = [-1.0] * rejected.response_length
+    backend = TrainingBackend(parse_args(["--rollout-batch-size", "3", "--model-path", TINY_QWEN3]))
+    out, metrics = admit([rejected, neutral, rewarded], AdmissionPolicy(), backend)
+    assert metrics["samples/degenerate"] == 3 and metrics["samples/degenerate_masked"] == 2
+    assert out[0].num_loss_tokens == out[0].response_length and set(out[0].advantages) == {-1.0}
+    assert out[1].num_loss_tokens == 0 and out[2].num_loss_tokens == 0
+
+
 def test_train_mode_counts_but_trains(tokenizer):
     s = _sample(tokenizer, DEGENERATE["repetition_loop"], "t1")
     backend = TrainingBackend(parse_args(["--rollout-batch-size", "1", "--model-path", TINY_QWEN3]))
