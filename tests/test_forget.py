@@ -83,7 +83,10 @@ def test_forget_a_session_mid_stream_with_rollback(tmp_path):
         import json
         report = json.loads(cli.stdout)
         assert result["chunks"] > 1  # the stream finished normally
-        assert (report["sessions"], report["turns"], report["feedback"]) == (1, 4, 1)
+        # the streamed turn is 5th when the server recorded it before the forget came (a slow CLI start
+        # under load: the server generates the 48 tokens without waiting for the client), else it is
+        # never recorded; either way none of the session is left (checked below)
+        assert (report["sessions"], report["feedback"]) == (1, 1) and report["turns"] in (4, 5), report
         assert report["lessons"] >= 1 and report["judgements"] == 3 and report["trained"] >= 1
         assert report["versions_trained_on"] == [1] and report["rollback_to"] == 0 and report["rolled_back"] == 0
         assert report["files_rewritten"] == ["exports.jsonl"] and report["scrubbed"] is True
