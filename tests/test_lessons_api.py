@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import httpx
 
-from openclaw_rl.capture.lessons import LESSONS_HEADER
+from openclaw_rl.capture.lessons import LESSONS_HEADER, LESSONS_REFRESH_S
 from openclaw_rl.capture.store import TrajectoryStore
 from openclaw_rl.models import load_tokenizer
 from openclaw_rl.rollout.data_source import StoreDataSource
@@ -35,7 +36,9 @@ def test_lessons_listed_edited_deleted_and_injected(tmp_path):
             (french_text, ["a:0", "b:0"]), ("Always cite the source of a number.", ["c:0"])]
         french, cite = lessons[0]["id"], lessons[1]["id"]
 
-        # --inject-lessons 1: the top lesson is in the served prompt (recorded token-exactly)
+        # --inject-lessons 1: the top lesson is in the served prompt (recorded token-exactly) once the
+        # server re-read its lessons (the judge above wrote them from this process, not the server's)
+        time.sleep(LESSONS_REFRESH_S + 0.5)
         converse(server, "d", ["Hello there"])
         store = TrajectoryStore(buf)
         served = store.turns("d")[0]

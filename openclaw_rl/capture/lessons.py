@@ -28,7 +28,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-__all__ = ["LESSONS_HEADER", "Lesson", "LessonBook", "LessonNotFound", "LessonPrompt", "add_hint", "lesson_key"]
+__all__ = ["LESSONS_HEADER", "LESSONS_REFRESH_S", "Lesson", "LessonBook", "LessonNotFound", "LessonPrompt", "add_hint", "lesson_key"]
 
 #: the line that introduces the injected lessons in the system prompt
 LESSONS_HEADER = "Lessons from earlier conversations with this user:"
@@ -170,6 +170,11 @@ class LessonBook:
         return [x.text for x in self.list(limit=n)] if n > 0 else []
 
 
+#: seconds a served prompt may use a lesson list read earlier (lessons written by another process,
+#: such as the trainer's judge, take effect within this)
+LESSONS_REFRESH_S = 5.0
+
+
 class LessonPrompt:
     """``--inject-lessons N``: the top ``n`` lessons added to a request's system prompt.
 
@@ -179,7 +184,7 @@ class LessonPrompt:
             last list: serving never fails for it).
     """
 
-    def __init__(self, book: LessonBook, n: int, refresh_s: float = 5.0):
+    def __init__(self, book: LessonBook, n: int, refresh_s: float = LESSONS_REFRESH_S):
         self.book, self.n, self.refresh_s = book, int(n), refresh_s
         self._texts: list[str] = []
         self._read_at = -float("inf")

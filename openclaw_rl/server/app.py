@@ -22,13 +22,12 @@ from pathlib import Path
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from prometheus_client import Gauge
-from pydantic import ValidationError
 
 from openclaw_rl.engine import EngineError
 from openclaw_rl.server.chat import ChatEvent, ChatService
 from openclaw_rl.server.control import install_control_routes
 from openclaw_rl.server.dashboard import install_dashboard_routes
-from openclaw_rl.server.errors import APIError, error_body, install_error_handlers, validation_message
+from openclaw_rl.server.errors import APIError, error_body, install_error_handlers, parse_json_body
 from openclaw_rl.server.limits import DEFAULT_MAX_REQUEST_BYTES, BodyLimitMiddleware
 from openclaw_rl.server.protocol import ChatCompletionRequest
 from openclaw_rl.server.versions import VersionRegistry
@@ -44,24 +43,12 @@ def _tool_call_dicts(call, first: bool) -> dict:
 
 
 def parse_chat_request(raw: bytes) -> ChatCompletionRequest:
-    """Parse and validate a request body.
+    """Parse and validate a chat completion request body (:func:`~openclaw_rl.server.errors.parse_json_body`).
 
     Raises:
         APIError: 400 for a body that is not JSON, not an object, or fails validation.
     """
-    try:
-        body = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise APIError(400, f"request body is not valid JSON: {exc}", code="invalid_json") from exc
-    except RecursionError as exc:
-        raise APIError(400, "request body is nested too deeply", code="invalid_json") from exc
-    if not isinstance(body, dict):
-        raise APIError(400, "request body must be a JSON object", code="invalid_json")
-    try:
-        return ChatCompletionRequest.model_validate(body)
-    except ValidationError as exc:
-        message, param = validation_message(exc.errors())
-        raise APIError(400, message, param=param, code="invalid_value") from exc
+    return parse_json_body(raw, ChatCompletionRequest)
 
 
 def _bearer(request: Request) -> str:

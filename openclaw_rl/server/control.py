@@ -19,7 +19,6 @@ unknown turn / no rating to undo / unknown lesson / unknown session, 503 when th
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import sqlite3
 from collections.abc import Awaitable, Callable
@@ -27,12 +26,12 @@ from typing import Any
 
 from fastapi import Depends, FastAPI, Request
 from prometheus_client import Gauge
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from openclaw_rl.capture.feedback import FeedbackBook, FeedbackNotFound, NotRateable, TurnNotFound, judge_vote
 from openclaw_rl.capture.forget import forget, parse_before, select_sessions
 from openclaw_rl.capture.lessons import LessonBook, LessonNotFound
-from openclaw_rl.server.errors import APIError, validation_message
+from openclaw_rl.server.errors import APIError, parse_json_body
 
 __all__ = ["FeedbackRequest", "ForgetRequest", "install_control_routes"]
 
@@ -72,18 +71,8 @@ class ForgetRequest(BaseModel):
 
 
 async def _body(request: Request, model: type[BaseModel]) -> Any:
-    """Parse and validate a JSON body; 400 with the first problem otherwise."""
-    try:
-        raw = json.loads(await request.body())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise APIError(400, f"request body is not valid JSON: {exc}", code="invalid_json") from exc
-    if not isinstance(raw, dict):
-        raise APIError(400, "request body must be a JSON object", code="invalid_json")
-    try:
-        return model.model_validate(raw)
-    except ValidationError as exc:
-        message, param = validation_message(exc.errors())
-        raise APIError(400, message, param=param, code="invalid_value") from exc
+    """Parse and validate a JSON body (:func:`~openclaw_rl.server.errors.parse_json_body`); 400 otherwise."""
+    return parse_json_body(await request.body(), model)
 
 
 async def _store_call(fn: Callable, *args):

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from typing import TypeVar
+
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 
@@ -66,3 +70,28 @@ def install_error_handlers(app) -> None:
     app.add_exception_handler(APIError, api_error_handler)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     app.add_exception_handler(StarletteHTTPException, http_error_handler)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse_json_body(raw: bytes, model: type[M]) -> M:
+    """Parse a request body as JSON and validate it as ``model``.
+
+    Raises:
+        APIError: 400 ``invalid_json`` for a body that is not JSON, nested too deeply or not an
+            object; 400 ``invalid_value`` naming the first problem when validation fails.
+    """
+    try:
+        body = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise APIError(400, f"request body is not valid JSON: {exc}", code="invalid_json") from exc
+    except RecursionError as exc:
+        raise APIError(400, "request body is nested too deeply", code="invalid_json") from exc
+    if not isinstance(body, dict):
+        raise APIError(400, "request body must be a JSON object", code="invalid_json")
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        message, param = validation_message(exc.errors())
+        raise APIError(400, message, param=param, code="invalid_value") from exc
