@@ -1,4 +1,6 @@
-"""The FastAPI application: ``/v1/chat/completions`` (SSE streaming), ``/v1/models``, ``/healthz``,
+"""The FastAPI application: ``/v1/chat/completions`` (SSE streaming), ``/v1/responses``
+(:mod:`openclaw_rl.server.responses_api`), ``/v1/messages`` (:mod:`openclaw_rl.server.messages_api`),
+``/v1/models``, ``/healthz``,
 ``/metrics`` (Prometheus), ``/admin/update_weights_from_disk``, ``/admin/versions`` and
 ``/admin/rollback`` (:mod:`openclaw_rl.server.versions`); with capture also explicit feedback,
 lessons and forgetting (:mod:`openclaw_rl.server.control`).
@@ -27,9 +29,12 @@ from openclaw_rl.engine import EngineError
 from openclaw_rl.server.chat import ChatEvent, ChatService
 from openclaw_rl.server.control import install_control_routes
 from openclaw_rl.server.dashboard import install_dashboard_routes
-from openclaw_rl.server.errors import APIError, error_body, install_error_handlers, parse_json_body
+from openclaw_rl.server.errors import (APIError, ClientDisconnected, error_body, install_error_handlers,
+                                      parse_json_body, until_disconnect)
 from openclaw_rl.server.limits import DEFAULT_MAX_REQUEST_BYTES, BodyLimitMiddleware
 from openclaw_rl.server.protocol import ChatCompletionRequest
+from openclaw_rl.server.messages_api import install_messages_route
+from openclaw_rl.server.responses_api import install_responses_route
 from openclaw_rl.server.versions import VersionRegistry
 
 log = logging.getLogger(__name__)
@@ -168,10 +173,12 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
             return JSONResponse(error_body(f"internal error: {exc}", "server_error"), status_code=500)
 
     async def check_key(request: Request) -> None:
+        """The API key: ``Authorization: Bearer <key>`` (OpenAI clients) or ``x-api-key: <key>``
+        (Anthropic clients)."""
         if not api_key:
             return
-        if not _key_matches(_bearer(request), api_key):
-            raise APIError(401, "invalid or missing API key (send 'Authorization: Bearer <key>')",
+        if not _key_matches(_bearer(request) or request.headers.get("x-api-key", "").strip(), api_key):
+            raise APIError(401, "invalid or missing API key (send 'Authorization: Bearer <key>' or 'x-api-key: <key>')",
                            type_="invalid_request_error", code="invalid_api_key")
 
     async def check_admin(request: Request) -> None:
@@ -340,22 +347,15 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
                                      headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         return JSONResponse(await _aggregate(events, cid, created, service.model_name, request))
 
+    install_responses_route(app, service, check_key)
+    install_messages_route(app, service, check_key)
     return app
-
-
-class ClientDisconnected(Exception):
-    """The client went away before a non-streamed reply was ready (nothing is recorded)."""
 
 
 async def _aggregate(events, cid: str, created: int, model: str, request: Request | None = None) -> dict:
     content, reasoning, calls, logprobs = [], [], [], []
     final: ChatEvent | None = None
-    n = 0
-    async for ev in events:
-        n += 1
-        if request is not None and n % 8 == 0 and await request.is_disconnected():
-            await events.aclose()  # stops generation before the turn is recorded
-            raise ClientDisconnected()
+    async for ev in until_disconnect(events, request):  # a client gone stops generation, nothing recorded
         logprobs.extend(ev.logprobs)
         if ev.kind == "content":
             content.append(ev.text)

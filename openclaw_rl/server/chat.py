@@ -29,7 +29,7 @@ from openclaw_rl.server.images import (RequestImage, expand_suffix_images, image
 from openclaw_rl.server.limits import check_prompt_bound, max_token_chars
 from openclaw_rl.server.prompt import render_text, request_tools, template_messages, tokenize
 from openclaw_rl.server.protocol import ChatCompletionRequest
-from openclaw_rl.server.reply import ChatEvent, ReplyAssembler
+from openclaw_rl.server.reply import ChatEvent, ReplyAssembler, client_finish_reason
 from openclaw_rl.server.shutdown import Drain
 from openclaw_rl.server.token_bytes import TokenBytes
 from openclaw_rl.server.tool_choice import tool_choice_grammar
@@ -251,7 +251,7 @@ class ChatService:
         rec = TurnRecord(session_id=attr.session_id, turn_type=attr.turn_type, messages=prompt.messages,
                          tools=prompt.tools, prompt_text=prompt.text, prompt_ids=list(out.prompt_ids),
                          response_ids=list(out.token_ids), response_logprobs=list(out.logprobs),
-                         response_text=raw_text, finish_reason=out.finish_reason,
+                         response_text=raw_text, finish_reason=client_finish_reason(out.finish_reason, bool(calls)),
                          weight_version=out.weight_version, tool_calls=calls or None,
                          reasoning_content=parser.reasoning or None, model=self.model_name,
                          temperature=params.temperature, top_p=params.top_p,

@@ -1,9 +1,13 @@
-"""OpenAI-style error responses (``{"error": {"message", "type", "param", "code"}}``)."""
+"""Error responses: OpenAI's shape (``{"error": {"message", "type", "param", "code"}}``) on every
+endpoint except the Anthropic Messages API's (``/v1/messages``), which gets Anthropic's
+(``{"type": "error", "error": {"type", "message"}}``,
+https://docs.anthropic.com/en/api/errors), so each client's SDK raises its own typed error.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import TypeVar
+from typing import AsyncIterator, TypeVar
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
@@ -28,6 +32,53 @@ def error_body(message: str, type_: str = "invalid_request_error", param: str | 
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
+#: the endpoints this server serves (named by the 404 of an unknown path)
+ENDPOINTS = ("POST /v1/chat/completions", "POST /v1/responses", "POST /v1/messages", "GET /v1/models")
+#: paths whose errors take Anthropic's shape
+ANTHROPIC_PATHS = ("/v1/messages",)
+#: Anthropic's error type per HTTP status (https://docs.anthropic.com/en/api/errors)
+_ANTHROPIC_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                    404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
+                    500: "api_error", 503: "overloaded_error", 529: "overloaded_error"}
+
+
+def anthropic_error_body(status: int, message: str) -> dict:
+    """The JSON body of an Anthropic API error for HTTP ``status``."""
+    type_ = _ANTHROPIC_TYPES.get(status, "invalid_request_error" if status < 500 else "api_error")
+    return {"type": "error", "error": {"type": type_, "message": message}}
+
+
+def error_response(request: Request, status: int, message: str, type_: str = "invalid_request_error",
+                   param: str | None = None, code: str | None = None,
+                   headers: dict[str, str] | None = None) -> JSONResponse:
+    """The error response in the shape of the API the request's path belongs to."""
+    if request.url.path in ANTHROPIC_PATHS:
+        body = anthropic_error_body(status, message)
+    else:
+        body = error_body(message, type_, param, code)
+    return JSONResponse(body, status_code=status, headers=headers or None)
+
+
+class ClientDisconnected(Exception):
+    """The client went away before a non-streamed reply was ready (nothing is recorded)."""
+
+
+async def until_disconnect(events: AsyncIterator, request: Request | None, every: int = 8) -> AsyncIterator:
+    """Yield ``events`` (a non-streamed reply being generated), checking every ``every`` events
+    whether the client is still there.
+
+    Raises:
+        ClientDisconnected: the client left; generation is stopped before the turn is recorded.
+    """
+    n = 0
+    async for event in events:
+        n += 1
+        if request is not None and n % every == 0 and await request.is_disconnected():
+            await events.aclose()
+            raise ClientDisconnected()
+        yield event
+
+
 def _loc_to_param(loc) -> str | None:
     parts = [str(p) for p in loc if p not in ("body",)]
     return ".".join(parts) or None
@@ -43,25 +94,30 @@ def validation_message(errors: list[dict]) -> tuple[str, str | None]:
     return (f"{param}: {msg}" if param else msg), param
 
 
-async def api_error_handler(_: Request, exc: APIError) -> JSONResponse:
-    return JSONResponse(error_body(exc.message, exc.type, exc.param, exc.code), status_code=exc.status,
-                        headers=exc.headers or None)
+async def api_error_handler(request: Request, exc: APIError) -> JSONResponse:
+    return error_response(request, exc.status, exc.message, exc.type, exc.param, exc.code, exc.headers)
 
 
-async def validation_error_handler(_: Request, exc: RequestValidationError) -> JSONResponse:
+async def validation_error_handler(request: Request, exc: RequestValidationError) -> JSONResponse:
     errors = exc.errors()
     first = errors[0] if errors else {}
     if first.get("type") == "json_invalid":
-        return JSONResponse(error_body(f"request body is not valid JSON: {first.get('msg')}",
-                                       code="invalid_json"), status_code=400)
+        return error_response(request, 400, f"request body is not valid JSON: {first.get('msg')}",
+                              code="invalid_json")
     msg, param = validation_message(errors)
-    return JSONResponse(error_body(msg, param=param, code="invalid_value"), status_code=400)
+    return error_response(request, 400, msg, param=param, code="invalid_value")
 
 
-async def http_error_handler(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+async def http_error_handler(request: Request, exc: StarletteHTTPException) -> JSONResponse:
     type_ = "invalid_request_error" if exc.status_code < 500 else "server_error"
-    return JSONResponse(error_body(str(exc.detail), type_), status_code=exc.status_code,
-                        headers=getattr(exc, "headers", None))
+    message, code = str(exc.detail), None
+    if exc.status_code in (404, 405) and exc.detail in ("Not Found", "Method Not Allowed"):
+        # no such route: name the ones there are (a client pointed at the wrong path learns it)
+        message = (f"{request.method} {request.url.path} is not an endpoint of this server; it serves "
+                   f"{', '.join(ENDPOINTS)}")
+        code = "unknown_url" if exc.status_code == 404 else "method_not_allowed"
+    return error_response(request, exc.status_code, message, type_, code=code,
+                          headers=getattr(exc, "headers", None))
 
 
 def install_error_handlers(app) -> None:
@@ -75,12 +131,12 @@ def install_error_handlers(app) -> None:
 M = TypeVar("M", bound=BaseModel)
 
 
-def parse_json_body(raw: bytes, model: type[M]) -> M:
-    """Parse a request body as JSON and validate it as ``model``.
+def load_json_object(raw: bytes) -> dict:
+    """Parse a request body as a JSON object.
 
     Raises:
         APIError: 400 ``invalid_json`` for a body that is not JSON, nested too deeply or not an
-            object; 400 ``invalid_value`` naming the first problem when validation fails.
+            object.
     """
     try:
         body = json.loads(raw)
@@ -90,8 +146,44 @@ def parse_json_body(raw: bytes, model: type[M]) -> M:
         raise APIError(400, "request body is nested too deeply", code="invalid_json") from exc
     if not isinstance(body, dict):
         raise APIError(400, "request body must be a JSON object", code="invalid_json")
+    return body
+
+
+def parse_json_body(raw: bytes, model: type[M]) -> M:
+    """Parse a request body as JSON and validate it as ``model``.
+
+    Raises:
+        APIError: 400 ``invalid_json`` for a body that is not JSON, nested too deeply or not an
+            object; 400 ``invalid_value`` naming the first problem when validation fails.
+    """
+    body = load_json_object(raw)
     try:
         return model.model_validate(body)
     except ValidationError as exc:
         message, param = validation_message(exc.errors())
+        raise APIError(400, message, param=param, code="invalid_value") from exc
+
+
+def _union_branch(part) -> bool:
+    """A pydantic union-branch tag in an error location (``list[InputItem]``, ``TextBlock``,
+    ``str``), as opposed to a field name or list index (field names here are lower-case)."""
+    return isinstance(part, str) and ("[" in part or part[:1].isupper() or part == "str")
+
+
+def parse_items_body(raw: bytes, model: type[M]) -> M:
+    """:func:`parse_json_body` for APIs whose fields are "a string or a list of typed items"
+    (the Responses API's ``input``, Anthropic's ``content``): a bad item is reported as that item's
+    problem (``input.2.type: ...``), not as "input should be a valid string".
+
+    Raises:
+        APIError: as :func:`parse_json_body`.
+    """
+    body = load_json_object(raw)
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        errors = exc.errors()
+        deeper = [e for e in errors if not (e["loc"] and e["loc"][-1] == "str")] or errors
+        cleaned = [{**e, "loc": tuple(p for p in e["loc"] if not _union_branch(p))} for e in deeper]
+        message, param = validation_message(cleaned)
         raise APIError(400, message, param=param, code="invalid_value") from exc

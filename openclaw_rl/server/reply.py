@@ -29,8 +29,9 @@ ChatEventKind = Literal["content", "reasoning", "tool_call", "finish"]
 @dataclass
 class ChatEvent:
     """``kind``: ``content`` / ``reasoning`` (``text``), ``tool_call`` (``tool_call``),
-    ``finish`` (``finish_reason``, ``usage``). ``logprobs`` holds OpenAI logprob entries of the
-    tokens decoded since the previous event (only when requested)."""
+    ``finish`` (``finish_reason``, ``usage``, and ``stop_sequence``: the stop sequence that ended
+    the reply, if one did). ``logprobs`` holds OpenAI logprob entries of the tokens decoded since
+    the previous event (only when requested)."""
 
     kind: ChatEventKind
     text: str = ""
@@ -38,6 +39,7 @@ class ChatEvent:
     finish_reason: str | None = None
     usage: dict | None = None
     logprobs: list[dict] = field(default_factory=list)
+    stop_sequence: str | None = None
 
 
 def client_finish_reason(engine_finish: str, has_calls: bool) -> str:
@@ -69,6 +71,7 @@ class ReplyAssembler:
         self.hold = max((len(s) for s in stops), default=1) - 1
         self.raw = ""  # the reply's text as decoded (cut at a stop sequence)
         self.stopped = False  # a stop sequence ended the reply
+        self.stop_sequence: str | None = None  # which one (the earliest in the text)
         self._fed = self._lp_from = 0
 
     def logprob_entries(self, start: int, end: int) -> list[dict]:
@@ -102,7 +105,7 @@ class ReplyAssembler:
         for s in self.stops:
             i = self.raw.find(s, max(0, self._fed - len(s)))
             if i >= 0:
-                self.raw, cut, self.stopped = self.raw[:i], i, True
+                self.raw, cut, self.stopped, self.stop_sequence = self.raw[:i], i, True, s
         if cut <= self._fed and not self.stopped:
             return []
         deltas = self.parser.feed(self.raw[self._fed:max(cut, self._fed)])
@@ -128,7 +131,7 @@ class ReplyAssembler:
                  "total_tokens": len(out.prompt_ids) + len(out.token_ids)}
         final = ChatEvent("finish", finish_reason=client_finish_reason(out.finish_reason,
                                                                        bool(self.parser.tool_calls)),
-                          usage=usage)
+                          usage=usage, stop_sequence=self.stop_sequence)
         if self.want_lp and self._lp_from < len(out.token_ids):
             final.logprobs = self.logprob_entries(self._lp_from, len(out.token_ids))
         return events + [final]
