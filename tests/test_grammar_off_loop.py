@@ -56,8 +56,8 @@ def test_the_engine_builds_a_requests_matcher_off_the_loop_and_decode_thread(eng
 
 
 def test_the_server_renders_the_tool_choice_grammar_off_the_loop(monkeypatch):
-    """The chat service calls ``tool_choice_grammar`` through a worker thread."""
-    called_on = _record_threads(monkeypatch, chat_mod, "tool_choice_grammar")
+    """The chat service calls ``request_grammar`` (tool_choice, response_format) through a worker thread."""
+    called_on = _record_threads(monkeypatch, chat_mod, "request_grammar")
     config = parse_server_args(["--model-path", "builtin:tiny-qwen3", "--no-grammar-warmup"])
     app, engine, _ = build_server(config)
     from openclaw_rl.server.protocol import ChatCompletionRequest

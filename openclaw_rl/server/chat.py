@@ -5,8 +5,9 @@ endpoint turns them into SSE chunks and the non-streaming endpoint aggregates th
 so both give the same answer for the same seed. Prompt ids come from the chat template, except
 that a request continuing a recorded reply re-uses that turn's ids
 (:mod:`openclaw_rl.server.continuation`); the reply is assembled by
-:class:`openclaw_rl.server.reply.ReplyAssembler`, and ``tool_choice`` is enforced by constrained
-decoding (:mod:`openclaw_rl.server.tool_choice`).
+:class:`openclaw_rl.server.reply.ReplyAssembler`, and ``tool_choice`` and ``response_format`` are
+enforced by constrained decoding (:mod:`openclaw_rl.server.tool_choice`,
+:mod:`openclaw_rl.server.response_format`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from openclaw_rl.server.protocol import ChatCompletionRequest
 from openclaw_rl.server.reply import ChatEvent, ReplyAssembler, client_finish_reason
 from openclaw_rl.server.shutdown import Drain
 from openclaw_rl.server.token_bytes import TokenBytes
-from openclaw_rl.server.tool_choice import tool_choice_grammar
+from openclaw_rl.server.response_format import request_grammar
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +194,7 @@ class ChatService:
         if turn_type is not None and turn_type.strip().lower() not in ("main", "side"):
             raise APIError(400, f"X-Turn-Type must be 'main' or 'side', got {turn_type!r}", param="X-Turn-Type")
         started_at = time.time()
-        grammar = await asyncio.to_thread(tool_choice_grammar, req, self.tokenizer, self.engine)
+        grammar = await asyncio.to_thread(request_grammar, req, self.tokenizer, self.engine)
         prompt, attr, cont = await self._prepare(req, headers)
         want_lp = bool(req.logprobs)
         params = SamplingParams(

@@ -94,6 +94,30 @@ class Tool(_Lenient):
     function: FunctionDef
 
 
+class JSONSchemaFormat(_Lenient):
+    """``response_format.json_schema``: the schema the reply must follow."""
+
+    name: str = "response"
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    strict: bool | None = None
+    description: str | None = None
+
+
+class ResponseFormat(_Lenient):
+    """``response_format``: ``text`` (free), ``json_object`` (any JSON object) or ``json_schema``
+    (JSON that follows ``json_schema.schema``), enforced by constrained decoding
+    (:mod:`openclaw_rl.server.response_format`)."""
+
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: JSONSchemaFormat | None = None
+
+    @model_validator(mode="after")
+    def _schema_given(self) -> "ResponseFormat":
+        if self.type == "json_schema" and (self.json_schema is None or self.json_schema.schema_ is None):
+            raise ValueError("response_format of type 'json_schema' needs json_schema.schema")
+        return self
+
+
 class StreamOptions(_Lenient):
     include_usage: bool = False
 
@@ -105,6 +129,7 @@ class ChatCompletionRequest(_Lenient):
     messages: list[Message] = Field(min_length=1)
     tools: list[Tool] | None = None
     tool_choice: Union[Literal["none", "auto", "required"], dict[str, Any], None] = None
+    response_format: ResponseFormat | None = None
     parallel_tool_calls: StrictBool | None = None
     max_tokens: StrictInt | None = Field(default=None, ge=1)
     max_completion_tokens: StrictInt | None = Field(default=None, ge=1)

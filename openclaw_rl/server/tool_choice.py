@@ -9,8 +9,10 @@ built-in chat templates (Hermes / Qwen)::
 
 ``"required"`` allows one or more calls separated by a newline (the model chooses when to stop;
 exactly one with ``parallel_tool_calls: false``), a named function exactly one call. Nothing else may precede the call (no content, no
-``<think>``). The arguments follow the function's ``parameters`` JSON schema, written without
-free whitespace (``json.dumps`` layout); schema keywords llguidance does not implement are
+``<think>``). The arguments follow the function's ``parameters`` JSON schema exactly: required keys
+present, types right, and no key the schema does not declare unless it allows other keys
+explicitly (:func:`openclaw_rl.server.json_schema.closed_schema`); they are written without free
+whitespace (``json.dumps`` layout); schema keywords llguidance does not implement are
 ignored, and a schema it cannot compile is a 400 naming the function, as is an engine without
 constrained decoding. ``"auto"``, ``"none"`` and no ``tool_choice`` leave decoding free
 (``"none"`` also hides the tools from the model).
@@ -26,6 +28,7 @@ import json
 
 from openclaw_rl.engine.grammar import grammar_error
 from openclaw_rl.server.errors import APIError
+from openclaw_rl.server.json_schema import closed_schema
 from openclaw_rl.server.protocol import ChatCompletionRequest
 from openclaw_rl.tool_parser import TOOL_CLOSE, TOOL_OPEN
 
@@ -41,7 +44,7 @@ def _marker(tokenizer, text: str) -> str:
     return f"<[{ids[0]}]>" if len(ids) == 1 else json.dumps(text)
 
 
-def _first_lines(error: str) -> str:
+def first_lines(error: str) -> str:
     """llguidance's message without the grammar listing that follows it."""
     lines = []
     for line in error.splitlines():
@@ -56,8 +59,15 @@ def _lark_str(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def tool_call_grammar(tokenizer, functions: list[dict], multiple: bool) -> str:
-    """Lark grammar of a reply that is one (or, with ``multiple``, several) call(s).
+def json_rule(name: str, schema: dict) -> str:
+    """The Lark rule ``name`` of a JSON value that follows ``schema`` exactly
+    (:func:`~openclaw_rl.server.json_schema.closed_schema`), in ``json.dumps`` layout."""
+    closed = {**closed_schema(schema), "x-guidance": _JSON_LAYOUT}
+    return f"{name}: %json {json.dumps(closed, ensure_ascii=False)}"
+
+
+def tool_call_rules(tokenizer, functions: list[dict], multiple: bool) -> list[str]:
+    """The Lark rules of ``calls``: one call (or, with ``multiple``, several) to ``functions``.
 
     Args:
         tokenizer: the served tokenizer (decides whether the markers are single tokens).
@@ -67,12 +77,17 @@ def tool_call_grammar(tokenizer, functions: list[dict], multiple: bool) -> str:
     open_, close = _marker(tokenizer, TOOL_OPEN), _marker(tokenizer, TOOL_CLOSE)
     rules, alts = [], []
     for i, fn in enumerate(functions):
-        schema = {**(fn.get("parameters") or {"type": "object"}), "x-guidance": _JSON_LAYOUT}
         head = '\n{"name": ' + json.dumps(fn["name"], ensure_ascii=False) + ', "arguments": '
-        rules.append(f"args_{i}: %json {json.dumps(schema, ensure_ascii=False)}")
+        rules.append(json_rule(f"args_{i}", fn.get("parameters") or {"type": "object"}))
         alts.append(f"{_lark_str(head)} args_{i} {_lark_str('}' + chr(10))}")
-    start = "start: call (\"\\n\" call)*" if multiple else "start: call"
-    return "\n".join([start, f"call: {open_} ({' | '.join(alts)}) {close}", *rules])
+    calls = "calls: call (\"\\n\" call)*" if multiple else "calls: call"
+    return [calls, f"call: {open_} ({' | '.join(alts)}) {close}", *rules]
+
+
+def tool_call_grammar(tokenizer, functions: list[dict], multiple: bool) -> str:
+    """Lark grammar of a reply that is one (or, with ``multiple``, several) call(s)
+    (:func:`tool_call_rules`)."""
+    return "\n".join(["start: calls", *tool_call_rules(tokenizer, functions, multiple)])
 
 
 def tool_choice_grammar(req: ChatCompletionRequest, tokenizer, engine=None) -> str | None:
@@ -98,6 +113,6 @@ def tool_choice_grammar(req: ChatCompletionRequest, tokenizer, engine=None) -> s
     if error:
         names = ", ".join(f["name"] for f in functions)
         raise APIError(400, f"tool_choice cannot be enforced: the parameters schema of {names} is not "
-                            f"valid for constrained decoding ({_first_lines(error)})",
+                            f"valid for constrained decoding ({first_lines(error)})",
                        param="tool_choice")
     return grammar

@@ -1,0 +1,123 @@
+"""Structured outputs and schema-exact tool calls, enforced by constrained decoding: the real
+``openai`` SDK's ``chat.completions.parse``, its streaming helper and ``responses.parse`` with a
+pydantic output type against the real server on the tiny model; a schema that cannot be compiled
+is a 400; a tool's arguments admit no key its schema does not declare.
+
+The verdicts hold whatever the random model writes: the output type's fields are an ``enum`` and a
+boolean, so every value the grammar allows is short and parses.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+import openai
+import pytest
+from pydantic import BaseModel
+
+from openclaw_rl.capture.store import TrajectoryStore
+from openclaw_rl.engine.grammar import GrammarConstraint, grammar_tokenizer
+from openclaw_rl.models import load_tokenizer
+from openclaw_rl.server.prompt import tokenize
+from openclaw_rl.server.tool_choice import tool_call_grammar
+
+MSGS = [{"role": "user", "content": "What is the weather in Paris?"}]
+
+
+class Weather(BaseModel):
+    """The output type."""
+
+    city: Literal["Paris", "Oslo"]
+    sunny: bool
+
+
+def _client(server) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0, timeout=300)
+
+
+def test_chat_completions_parse_returns_the_output_type(tiny_server):
+    """``parse`` (non-streamed) and the streaming helper both give a parsed ``Weather``; the
+    turns are recorded as constrained, with the JSON the client got."""
+    client = _client(tiny_server)
+    done = client.chat.completions.parse(model="m", messages=MSGS, response_format=Weather, max_tokens=40, seed=1)
+    parsed = done.choices[0].message.parsed
+    assert isinstance(parsed, Weather) and done.choices[0].finish_reason == "stop"
+    with client.chat.completions.stream(model="m", messages=MSGS, response_format=Weather, max_tokens=40,
+                                        seed=2) as stream:
+        final = stream.get_final_completion()
+    assert isinstance(final.choices[0].message.parsed, Weather)
+    store = TrajectoryStore(tiny_server.buffer_dir)
+    turn = next(t for t in store.turns() if t.completion_id == done.id)
+    store.close()
+    assert turn.constrained and Weather.model_validate_json(turn.response_text) == parsed
+
+
+def test_responses_parse_and_json_with_tools(tiny_server):
+    """The Responses API's ``text_format`` is enforced too; with tools and ``tool_choice`` auto the
+    reply is either JSON of the schema or calls whose arguments follow their schema."""
+    client = _client(tiny_server)
+    done = client.responses.parse(model="m", input=MSGS, text_format=Weather, max_output_tokens=40,
+                                  extra_body={"seed": 3})
+    assert isinstance(done.output_parsed, Weather) and done.status == "completed"
+    tools = [{"type": "function", "function": {"name": "get_weather", "strict": True, "parameters": {
+        "type": "object", "properties": {"city": {"type": "string", "enum": ["Paris", "Oslo"]}}, "required": ["city"]}}}]
+    for seed in range(3):
+        r = client.chat.completions.parse(model="m", messages=MSGS, response_format=Weather, tools=tools,
+                                          max_tokens=60, seed=seed)
+        message = r.choices[0].message
+        if message.tool_calls:
+            assert all(json.loads(c.function.arguments)["city"] in ("Paris", "Oslo") for c in message.tool_calls)
+            assert all(json.loads(c.function.arguments).keys() == {"city"} for c in message.tool_calls)
+        else:
+            assert isinstance(message.parsed, Weather)
+
+
+def test_a_schema_that_cannot_be_compiled_is_a_400(tiny_server):
+    client = _client(tiny_server)
+    bad = {"type": "json_schema", "json_schema": {"name": "w", "schema": {
+        "type": "object", "properties": {"city": {"type": "string", "pattern": "(?<=x)y"}}}}}
+    with pytest.raises(openai.BadRequestError) as err:
+        client.chat.completions.create(model="m", messages=MSGS, response_format=bad, max_tokens=4)
+    assert err.value.body["param"] == "response_format.json_schema.schema"
+    assert "look-around" in err.value.body["message"]
+    with pytest.raises(openai.BadRequestError) as err:
+        client.chat.completions.create(model="m", messages=MSGS, response_format={"type": "json_schema"}, max_tokens=4)
+    assert "json_schema.schema" in err.value.body["message"]
+
+
+def _accepts(tok, grammar: str, text: str) -> bool:
+    """Whether the grammar lets the engine write ``text`` (its tokens) and then stop."""
+    stop = [tok.convert_tokens_to_ids("<|im_end|>")]
+    constraint = GrammarConstraint(grammar_tokenizer(tok, len(tok), stop), grammar, len(tok))
+    try:
+        for token_id in tokenize(tok, text):
+            if not bool(constraint.allowed_V()[token_id]):
+                return False
+            constraint.consume(token_id)
+        return bool(constraint.allowed_V()[stop[0]])
+    except ValueError:
+        return False
+
+
+def test_forced_call_arguments_admit_only_declared_keys():
+    """A forced call's arguments follow the schema exactly: no undeclared key (the schema does not
+    say ``additionalProperties: false``), required keys present, types right; a schema that allows
+    other keys explicitly keeps them."""
+    tok = load_tokenizer("builtin:tiny-qwen3")
+    params = {"type": "object", "properties": {"destination": {"type": "string"}, "days": {"type": "integer"}},
+              "required": ["destination"]}
+    grammar = tool_call_grammar(tok, [{"name": "book", "parameters": params}], multiple=False)
+
+    def call(args: str) -> str:
+        return '<tool_call>\n{"name": "book", "arguments": ' + args + '}\n</tool_call>'
+
+    assert _accepts(tok, grammar, call('{"destination": "Paris"}'))
+    assert _accepts(tok, grammar, call('{"destination": "Paris", "days": 3}'))
+    assert not _accepts(tok, grammar, call('{"tz": "UTC", "destination": "Paris"}'))
+    assert not _accepts(tok, grammar, call('{"destination": "Paris", "tz": "UTC"}'))
+    assert not _accepts(tok, grammar, call('{"days": 3}'))
+    assert not _accepts(tok, grammar, call('{"destination": "Paris", "days": "3"}'))
+    open_params = {**params, "additionalProperties": True}
+    open_grammar = tool_call_grammar(tok, [{"name": "book", "parameters": open_params}], multiple=False)
+    assert _accepts(tok, open_grammar, call('{"destination": "Paris", "tz": "UTC"}'))
