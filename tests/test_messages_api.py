@@ -116,7 +116,8 @@ def test_messages_errors_take_anthropics_shape(tiny_server):
     msgs = [{"role": "user", "content": "hi"}]
     for body, needle in (({"model": "m", "messages": msgs}, "max_tokens"),
                          ({"model": "m", "max_tokens": 4, "messages": [
-                             {"role": "user", "content": [{"type": "document", "source": {}}]}]}, "messages.0.content.0.type"),
+                             {"role": "user", "content": [{"type": "document", "source": {}}]}]},
+                          "messages.0.content.0.type"),
                          ({"model": "m", "max_tokens": 4, "messages": msgs, "tools": TOOLS,
                            "tool_choice": {"type": "tool", "name": "nope"}}, "nope")):
         r = httpx.post(url, json=body, headers=key)

@@ -61,7 +61,8 @@ def test_responses_parse_and_json_with_tools(tiny_server):
                                   extra_body={"seed": 3})
     assert isinstance(done.output_parsed, Weather) and done.status == "completed"
     tools = [{"type": "function", "function": {"name": "get_weather", "strict": True, "parameters": {
-        "type": "object", "properties": {"city": {"type": "string", "enum": ["Paris", "Oslo"]}}, "required": ["city"]}}}]
+        "type": "object", "properties": {"city": {"type": "string", "enum": ["Paris", "Oslo"]}},
+        "required": ["city"]}}}]
     for seed in range(3):
         r = client.chat.completions.parse(model="m", messages=MSGS, response_format=Weather, tools=tools,
                                           max_tokens=60, seed=seed)

@@ -178,8 +178,8 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
         if not api_key:
             return
         if not _key_matches(_bearer(request) or request.headers.get("x-api-key", "").strip(), api_key):
-            raise APIError(401, "invalid or missing API key (send 'Authorization: Bearer <key>' or 'x-api-key: <key>')",
-                           type_="invalid_request_error", code="invalid_api_key")
+            raise APIError(401, "invalid or missing API key (send 'Authorization: Bearer <key>' or "
+                                "'x-api-key: <key>')", type_="invalid_request_error", code="invalid_api_key")
 
     async def check_admin(request: Request) -> None:
         host = request.client.host if request.client else ""

@@ -252,7 +252,8 @@ class ChatService:
         rec = TurnRecord(session_id=attr.session_id, turn_type=attr.turn_type, messages=prompt.messages,
                          tools=prompt.tools, prompt_text=prompt.text, prompt_ids=list(out.prompt_ids),
                          response_ids=list(out.token_ids), response_logprobs=list(out.logprobs),
-                         response_text=raw_text, finish_reason=client_finish_reason(out.finish_reason, bool(calls)),
+                         response_text=raw_text,
+                         finish_reason=client_finish_reason(out.finish_reason, bool(calls)),  # what the client saw
                          weight_version=out.weight_version, tool_calls=calls or None,
                          reasoning_content=parser.reasoning or None, model=self.model_name,
                          temperature=params.temperature, top_p=params.top_p,

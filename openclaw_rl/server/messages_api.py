@@ -168,7 +168,8 @@ def _user_message(blocks: list[ContentBlock]) -> list[dict]:
 def _assistant_message(blocks: list[ContentBlock]) -> dict:
     """An assistant message's blocks as one chat message (text, ``tool_calls``, reasoning)."""
     msg: dict = {"role": "assistant", "content": "".join(b.text for b in blocks if b.type == "text")}
-    calls = [{"id": b.id, "type": "function", "function": {"name": b.name, "arguments": json.dumps(b.input, ensure_ascii=False)}}
+    calls = [{"id": b.id, "type": "function",
+              "function": {"name": b.name, "arguments": json.dumps(b.input, ensure_ascii=False)}}
              for b in blocks if b.type == "tool_use"]
     if calls:
         msg["tool_calls"] = calls
@@ -280,11 +281,12 @@ class MessageRenderer:
             blocks = self.blocks.push(event)
         out = [e for b in blocks for e in self._block(b)]
         if event.kind == "finish":
+            usage = event.usage or {}
             out += [RawMessageDeltaEvent(type="message_delta",
-                                         delta={"stop_reason": stop_reason(event), "stop_sequence": event.stop_sequence},
-                                         usage=MessageDeltaUsage(
-                                             input_tokens=(event.usage or {}).get("prompt_tokens", 0),
-                                             output_tokens=(event.usage or {}).get("completion_tokens", 0))),
+                                         delta={"stop_reason": stop_reason(event),
+                                                "stop_sequence": event.stop_sequence},
+                                         usage=MessageDeltaUsage(input_tokens=usage.get("prompt_tokens", 0),
+                                                                 output_tokens=usage.get("completion_tokens", 0))),
                     RawMessageStopEvent(type="message_stop")]
         return out
 

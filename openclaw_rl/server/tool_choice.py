@@ -8,13 +8,13 @@ built-in chat templates (Hermes / Qwen)::
     <tool_call>\\n{"name": "<function>", "arguments": <JSON per the function's parameters>}\\n</tool_call>
 
 ``"required"`` allows one or more calls separated by a newline (the model chooses when to stop;
-exactly one with ``parallel_tool_calls: false``), a named function exactly one call. Nothing else may precede the call (no content, no
-``<think>``). The arguments follow the function's ``parameters`` JSON schema exactly: required keys
-present, types right, and no key the schema does not declare unless it allows other keys
-explicitly (:func:`openclaw_rl.server.json_schema.closed_schema`); they are written without free
-whitespace (``json.dumps`` layout); schema keywords llguidance does not implement are
-ignored, and a schema it cannot compile is a 400 naming the function, as is an engine without
-constrained decoding. ``"auto"``, ``"none"`` and no ``tool_choice`` leave decoding free
+exactly one with ``parallel_tool_calls: false``), a named function exactly one call. Nothing else
+may precede the call (no content, no ``<think>``). The arguments follow the function's
+``parameters`` JSON schema exactly: required keys present, types right, and no key the schema does
+not declare unless it allows other keys explicitly
+(:func:`openclaw_rl.server.json_schema.closed_schema`); they are written without free whitespace
+(``json.dumps`` layout); schema keywords llguidance does not implement are ignored, and a schema
+it cannot compile is a 400 naming the function, as is an engine without constrained decoding. ``"auto"``, ``"none"`` and no ``tool_choice`` leave decoding free
 (``"none"`` also hides the tools from the model).
 
 When ``<tool_call>`` / ``</tool_call>`` are single tokens of the vocabulary (Qwen), the grammar
