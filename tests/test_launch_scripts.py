@@ -1,8 +1,9 @@
 """The Binary RL launch script, end to end through a real local Ray job (offline, DATA_PATH).
 
-The test records three sessions through a real server, exports them, and runs
-``openclaw-rl/run_qwen3_7b_openclaw_rl.sh`` for one step on the tiny model, submitted to the test
-process's private Ray head (``ray_head``: ``ray start --block`` on private ports, stopped by PID).
+The tests record sessions through a real server (chat completions; the Responses and the
+Anthropic Messages API), export them, and run ``openclaw-rl/run_qwen3_7b_openclaw_rl.sh`` for one
+step on the tiny model, submitted to the test process's private Ray head (``ray_head``:
+``ray start --block`` on private ports, stopped by PID).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from openclaw_rl.capture.store import TrajectoryStore
 from tests.support.ray_head import job_env
 from tests.support.sessions import record_sessions
 
@@ -19,9 +21,9 @@ REPO = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
-def test_binary_rl_script_one_offline_step(tiny_server, ray_head, tmp_path):
+def _one_step(ray_head, data: Path, tmp_path: Path) -> subprocess.CompletedProcess:
+    """Run the launch script for one offline step on ``data``; returns the finished process."""
     port, dash = ray_head
-    data = record_sessions(tiny_server, tmp_path / "sessions.jsonl")
     env = job_env(port, dash, RAY_ADDRESS=f"127.0.0.1:{port}",  # the GCS form: ray status, then the cluster's job API
                   MODEL_PATH="builtin:tiny-qwen3", DATA_PATH=str(data),
                   CKPT_SAVE_DIR=str(tmp_path / "ckpt"), RL_BUFFER_DIR=str(tmp_path / "buf"),
@@ -33,10 +35,30 @@ def test_binary_rl_script_one_offline_step(tiny_server, ray_head, tmp_path):
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     assert "succeeded" in (r.stdout + r.stderr)
+    return r
+
+
+def test_binary_rl_script_one_offline_step(tiny_server, ray_head, tmp_path):
+    port, dash = ray_head
+    data = record_sessions(tiny_server, tmp_path / "sessions.jsonl")
+    r = _one_step(ray_head, data, tmp_path)
     assert f"submitting to the Ray cluster at 127.0.0.1:{port} (job API http://127.0.0.1:{dash})" in r.stdout
     assert (tmp_path / "ckpt" / "checkpoint-latest" / "trainer_state.json").is_file()
     rows = list((tmp_path / "logs").glob("run-*/metrics.jsonl"))
     assert rows and '"step": 1' in rows[0].read_text()
+
+
+def test_binary_rl_script_trains_responses_and_messages_sessions(tiny_server, ray_head, tmp_path):
+    """A conversation on the Responses API and one on the Anthropic Messages API are recorded like
+    chat and train in one step of the launch script: both sessions' judged turns are trained."""
+    sessions = ("api-responses", "api-messages")
+    data = record_sessions(tiny_server, tmp_path / "sessions.jsonl", sessions=sessions,
+                           apis=("responses", "messages"))
+    _one_step(ray_head, data, tmp_path)
+    store = TrajectoryStore(tmp_path / "buf")
+    trained = {t.session_id for t in store.turns(status="trained")}
+    store.close()
+    assert trained == set(sessions)
 
 
 def test_a_failed_job_ends_on_the_trainers_one_line_reason(ray_head, tmp_path):

@@ -10,19 +10,53 @@ from pathlib import Path
 import httpx
 
 
+def _chat_turn(server, sid: str, history: list[dict]) -> dict:
+    """One chat completions turn; returns the assistant message."""
+    r = httpx.post(server.base_url + "/chat/completions", timeout=120,
+                   headers={"Authorization": f"Bearer {server.api_key}", "X-Session-Id": sid},
+                   json={"messages": history, "max_tokens": 6})
+    r.raise_for_status()
+    return r.json()["choices"][0]["message"]
+
+
+def _responses_turn(server, sid: str, history: list[dict]) -> dict:
+    """One Responses API turn (``input`` items: the conversation so far); returns the reply as
+    an assistant item (its output text)."""
+    r = httpx.post(server.base_url + "/responses", timeout=120,
+                   headers={"Authorization": f"Bearer {server.api_key}", "X-Session-Id": sid},
+                   json={"input": history, "max_output_tokens": 6})
+    r.raise_for_status()
+    text = "".join(p["text"] for item in r.json()["output"] if item["type"] == "message" for p in item["content"])
+    return {"role": "assistant", "content": text}
+
+
+def _messages_turn(server, sid: str, history: list[dict]) -> dict:
+    """One Anthropic Messages API turn; returns the reply as an assistant message (its text)."""
+    r = httpx.post(server.base_url + "/messages", timeout=120,
+                   headers={"x-api-key": server.api_key, "X-Session-Id": sid},
+                   json={"messages": history, "max_tokens": 6})
+    r.raise_for_status()
+    text = "".join(b["text"] for b in r.json()["content"] if b["type"] == "text")
+    return {"role": "assistant", "content": text}
+
+
+#: how each API sends one turn
+_TURN = {"chat": _chat_turn, "responses": _responses_turn, "messages": _messages_turn}
+
+
 def record_sessions(server, out: Path, sessions=("s1", "s2", "s3"), turns: int = 2,
-                    reply: str = "thanks {i}") -> Path:
+                    reply: str = "thanks {i}", apis: tuple[str, ...] = ("chat",)) -> Path:
     """Talk to ``server`` (sessions of ``turns`` turns; after each reply the user answers ``reply``,
     formatted with the turn index ``i``) and export these sessions of the store (the server is
-    shared by tests) to ``out`` (``openclaw-rl export`` format); returns ``out``."""
-    for sid in sessions:
+    shared by tests) to ``out`` (``openclaw-rl export`` format); returns ``out``.
+
+    ``apis``: the API each session talks through (``chat``, ``responses``, ``messages``), cycled
+    over the sessions."""
+    for n, sid in enumerate(sessions):
+        turn = _TURN[apis[n % len(apis)]]
         messages = [{"role": "user", "content": f"hello {sid}"}]
         for i in range(turns):
-            r = httpx.post(server.base_url + "/chat/completions", timeout=120,
-                           headers={"Authorization": f"Bearer {server.api_key}", "X-Session-Id": sid},
-                           json={"messages": messages, "max_tokens": 6})
-            r.raise_for_status()
-            messages += [r.json()["choices"][0]["message"], {"role": "user", "content": reply.format(i=i)}]
+            messages += [turn(server, sid, messages), {"role": "user", "content": reply.format(i=i)}]
     subprocess.run([sys.executable, "-m", "openclaw_rl.cli", "export", "--rl-buffer-dir",
                     str(server.buffer_dir), "--out", str(out)], check=True)
     lines = [line for line in out.read_text().splitlines() if json.loads(line)["session_id"] in sessions]
