@@ -21,14 +21,15 @@ REPO = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
-def _one_step(ray_head, data: Path, tmp_path: Path) -> subprocess.CompletedProcess:
-    """Run the launch script for one offline step on ``data``; returns the finished process."""
+def _one_step(ray_head, data: Path, tmp_path: Path, batch: int = 2) -> subprocess.CompletedProcess:
+    """Run the launch script for one offline step of ``batch`` samples on ``data``; returns the
+    finished process."""
     port, dash = ray_head
     env = job_env(port, dash, RAY_ADDRESS=f"127.0.0.1:{port}",  # the GCS form: ray status, then the cluster's job API
                   MODEL_PATH="builtin:tiny-qwen3", DATA_PATH=str(data),
                   CKPT_SAVE_DIR=str(tmp_path / "ckpt"), RL_BUFFER_DIR=str(tmp_path / "buf"),
                   LOG_DIR=str(tmp_path / "logs"),
-                  ROLLOUT_ARGS="--rollout-batch-size 2 --num-rollouts-per-prompt 1 --num-rollout 1 "
+                  ROLLOUT_ARGS=f"--rollout-batch-size {batch} --num-rollouts-per-prompt 1 --num-rollout 1 "
                                "--rollout-max-response-len 8",
                   EXTRA_ARGS="--custom-rm-path tests/plugins/low_ids_reward.py")
     r = subprocess.run(["bash", str(REPO / "openclaw-rl" / "run_qwen3_7b_openclaw_rl.sh")], env=env,
@@ -50,11 +51,11 @@ def test_binary_rl_script_one_offline_step(tiny_server, ray_head, tmp_path):
 
 def test_binary_rl_script_trains_responses_and_messages_sessions(tiny_server, ray_head, tmp_path):
     """A conversation on the Responses API and one on the Anthropic Messages API are recorded like
-    chat and train in one step of the launch script: both sessions' judged turns are trained."""
+    chat and train in one step of the launch script (a batch of four: every judged turn of both)."""
     sessions = ("api-responses", "api-messages")
     data = record_sessions(tiny_server, tmp_path / "sessions.jsonl", sessions=sessions,
                            apis=("responses", "messages"))
-    _one_step(ray_head, data, tmp_path)
+    _one_step(ray_head, data, tmp_path, batch=4)
     store = TrajectoryStore(tmp_path / "buf")
     trained = {t.session_id for t in store.turns(status="trained")}
     store.close()
