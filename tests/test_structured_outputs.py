@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from openclaw_rl.capture.store import TrajectoryStore
 from openclaw_rl.engine.grammar import GrammarConstraint, grammar_tokenizer
 from openclaw_rl.models import load_tokenizer
+from openclaw_rl.server.json_schema import closed_schema
 from openclaw_rl.server.prompt import tokenize
 from openclaw_rl.server.tool_choice import tool_call_grammar
 
@@ -122,3 +123,22 @@ def test_forced_call_arguments_admit_only_declared_keys():
     open_params = {**params, "additionalProperties": True}
     open_grammar = tool_call_grammar(tok, [{"name": "book", "parameters": open_params}], multiple=False)
     assert _accepts(tok, open_grammar, call('{"destination": "Paris", "tz": "UTC"}'))
+
+
+def test_closed_schema_closes_declared_objects_only():
+    """Objects that declare ``properties`` are closed, at any depth (properties, items, ``$defs``,
+    ``anyOf`` branches); an object that allows other keys or combines schemas is left as it is."""
+    inner = {"type": "object", "properties": {"x": {"type": "integer"}}}
+    schema = {"type": "object", "properties": {"a": inner, "b": {"type": "array", "items": inner},
+                                               "c": {"anyOf": [inner, {"type": "null"}]}},
+              "$defs": {"D": inner}}
+    closed = closed_schema(schema)
+    assert closed["additionalProperties"] is False
+    for node in (closed["properties"]["a"], closed["properties"]["b"]["items"],
+                 closed["properties"]["c"]["anyOf"][0], closed["$defs"]["D"]):
+        assert node["additionalProperties"] is False
+    assert schema["properties"]["a"] == inner and "additionalProperties" not in inner  # not changed in place
+    for kept in ({**inner, "additionalProperties": True}, {**inner, "additionalProperties": {"type": "string"}},
+                 {**inner, "patternProperties": {"^t": {}}}, {**inner, "allOf": [{"required": ["x"]}]},
+                 {"type": "object"}, {"enum": [{"properties": 1}]}):
+        assert closed_schema(kept) == kept

@@ -52,6 +52,8 @@ class _Lenient(BaseModel):
 
 
 class ImageSource(_Lenient):
+    """An image block's source: ``base64`` (``media_type``, ``data``) or ``url``."""
+
     type: Literal["base64", "url"]
     media_type: str | None = None
     data: str | None = None
@@ -93,6 +95,8 @@ class ContentBlock(_Lenient):
 
 
 class InputMessage(_Lenient):
+    """One message: ``user`` or ``assistant``, content a string or blocks."""
+
     role: Literal["user", "assistant"]
     content: Union[str, list[ContentBlock]]
 
@@ -107,6 +111,8 @@ class ToolDef(_Lenient):
 
 
 class ToolChoice(_Lenient):
+    """``tool_choice``: ``auto``, ``any`` (some tool), ``tool`` (``name``) or ``none``."""
+
     type: Literal["auto", "any", "tool", "none"]
     name: str | None = None
     disable_parallel_tool_use: bool | None = None
@@ -119,11 +125,15 @@ class ToolChoice(_Lenient):
 
 
 class SystemBlock(_Lenient):
+    """A text block of ``system``."""
+
     type: Literal["text"]
     text: str
 
 
 class Metadata(_Lenient):
+    """``metadata``: ``user_id`` becomes the session key ``user``."""
+
     user_id: str | None = None
 
 

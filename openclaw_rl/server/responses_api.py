@@ -127,11 +127,16 @@ class FunctionToolDef(_Lenient):
 
 
 class FunctionChoice(_Lenient):
+    """``tool_choice`` naming a function (``{"type": "function", "name": ...}``)."""
+
     type: Literal["function"]
     name: str
 
 
 class TextFormat(_Lenient):
+    """``text.format``: ``text``, ``json_object`` or ``json_schema`` (``name``, ``schema``, ``strict``),
+    passed on as chat's ``response_format`` (:mod:`openclaw_rl.server.response_format`)."""
+
     type: Literal["text", "json_object", "json_schema"] = "text"
     name: str | None = None
     schema_: dict[str, Any] | None = Field(default=None, alias="schema")
@@ -140,6 +145,8 @@ class TextFormat(_Lenient):
 
 
 class TextConfig(_Lenient):
+    """``text``: the reply's format."""
+
     format: TextFormat | None = None
 
 
