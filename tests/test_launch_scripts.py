@@ -40,22 +40,17 @@ def _one_step(ray_head, data: Path, tmp_path: Path, batch: int = 2) -> subproces
 
 
 def test_binary_rl_script_one_offline_step(tiny_server, ray_head, tmp_path):
+    """Three sessions, one per API (chat completions, the Responses API, the Anthropic Messages
+    API), recorded alike and trained in one step (a batch of six: every judged turn of the three)."""
     port, dash = ray_head
-    data = record_sessions(tiny_server, tmp_path / "sessions.jsonl")
-    r = _one_step(ray_head, data, tmp_path)
+    sessions = ("s1", "s2", "s3")
+    data = record_sessions(tiny_server, tmp_path / "sessions.jsonl", sessions=sessions,
+                           apis=("chat", "responses", "messages"))
+    r = _one_step(ray_head, data, tmp_path, batch=6)
     assert f"submitting to the Ray cluster at 127.0.0.1:{port} (job API http://127.0.0.1:{dash})" in r.stdout
     assert (tmp_path / "ckpt" / "checkpoint-latest" / "trainer_state.json").is_file()
     rows = list((tmp_path / "logs").glob("run-*/metrics.jsonl"))
     assert rows and '"step": 1' in rows[0].read_text()
-
-
-def test_binary_rl_script_trains_responses_and_messages_sessions(tiny_server, ray_head, tmp_path):
-    """A conversation on the Responses API and one on the Anthropic Messages API are recorded like
-    chat and train in one step of the launch script (a batch of four: every judged turn of both)."""
-    sessions = ("api-responses", "api-messages")
-    data = record_sessions(tiny_server, tmp_path / "sessions.jsonl", sessions=sessions,
-                           apis=("responses", "messages"))
-    _one_step(ray_head, data, tmp_path, batch=4)
     store = TrajectoryStore(tmp_path / "buf")
     trained = {t.session_id for t in store.turns(status="trained")}
     store.close()
