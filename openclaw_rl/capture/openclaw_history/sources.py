@@ -140,10 +140,15 @@ def _check_header(header: dict, where: str) -> str:
 # ---------------------------------------------------------------------------------------------- store
 def _snapshot(path: Path) -> sqlite3.Connection:
     """An in-memory copy of the database at ``path``, read without blocking its writer."""
-    src = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=2.0)
+    src = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=2.0, isolation_level=None)
     try:
+        # take the read lock first, within the busy timeout: the backup itself retries a locked
+        # source for ever; inside this read transaction it copies one consistent snapshot
+        src.execute("BEGIN")
+        src.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
         mem = sqlite3.connect(":memory:")
         src.backup(mem)
+        src.execute("COMMIT")
     finally:
         src.close()
     return mem

@@ -21,7 +21,9 @@ left one assistant message. So each assistant message of the active branch becom
   also catch a transcript without runtime events (``[OpenClaw heartbeat poll]`` ...).
 * **next state** of a main turn: the user and tool messages after it up to the next main turn's
   reply, context blocks removed, exactly as the live server takes them from the next main request
-  (:func:`openclaw_rl.capture.sessions.extract_next_state`).
+  (:func:`openclaw_rl.capture.sessions.extract_next_state`). After the session's last main turn a
+  side turn's trigger (a heartbeat poll) is not a next state: a side request never links one. A
+  user message after the last reply that got no answer is one (the live server never saw it).
 
 A session with a tool call that has no result is refused (:class:`SessionTurnError`): its turns
 would train on a reply whose consequence was never seen.
@@ -112,6 +114,22 @@ def _check_tool_results(messages: list[dict], replies: list[tuple[int, dict, dic
                                        f"{entry.get('id')} has no result")
 
 
+def _next_state_end(messages: list[dict], replies: list[tuple[int, dict, dict]], turns: list[TurnRecord],
+                    k: int) -> int:
+    """Where the next state of main turn ``k`` ends: at the next main reply (the live server reads
+    it from that request); after the session's last main turn, where the next side turn's trigger
+    (its last user message) starts, since a side request never links a next state; else the end."""
+    later = range(k + 1, len(turns))
+    main = next((n for n in later if turns[n].turn_type == TurnType.MAIN), None)
+    if main is not None:
+        return replies[main][0]
+    side = next((n for n in later if turns[n].turn_type == TurnType.SIDE), None)
+    if side is None:
+        return len(messages)
+    at = replies[side][0]
+    return max((i for i in range(replies[k][0] + 1, at) if messages[i]["role"] == "user"), default=at)
+
+
 def session_turns(session: HistorySession, rules: TurnRules) -> list[TurnRecord]:
     """The turns of one session, oldest first, ready to store (module docstring).
 
@@ -145,10 +163,10 @@ def session_turns(session: HistorySession, rules: TurnRules) -> list[TurnRecord]
             turn_uid=f"openclaw:{session.session_id}:{entry.get('id')}", tool_calls=messages[i].get("tool_calls"),
             reasoning_content=reasoning, model=model, side_reason=reason, completion_id=m.get("responseId"),
             created_at=stamp / 1000 if isinstance(stamp, (int, float)) else None))
-    main = [k for k, t in enumerate(turns) if t.turn_type == TurnType.MAIN]
-    for n, k in enumerate(main):
-        end = replies[main[n + 1]][0] if n + 1 < len(main) else len(messages)
-        turns[k].next_state, turns[k].next_state_role = extract_next_state(messages[:end], replies[k][0] + 1, rules)
+    for k, turn in enumerate(turns):
+        if turn.turn_type == TurnType.MAIN:
+            end = _next_state_end(messages, replies, turns, k)
+            turn.next_state, turn.next_state_role = extract_next_state(messages[:end], replies[k][0] + 1, rules)
     for t in turns:
         t.status = READY if t.turn_type == TurnType.MAIN else SIDE
     return turns
