@@ -284,3 +284,32 @@ def test_corrupt_event_skips_that_session_only(tmp_path, capsys):
     assert rc == 0 and "imported 1 session(s), 2 turn(s)" in err
     (problem,) = [line for line in err.splitlines() if line.startswith("problem:")]
     assert f"session {_session_ids(load_rows())['chat']}" in problem and "is corrupt" in problem
+
+
+BUNDLE = Path(__file__).resolve().parent / "fixtures" / "openclaw-history" / "bundle"
+
+
+def test_trajectory_bundle_imports_like_the_store(tmp_path, capsys):
+    # the bundle `openclaw sessions export-trajectory` wrote for the tool session (its events.jsonl cut
+    # to the run's start, the one runtime event read)
+    rc, err = _import(["--bundle", str(BUNDLE), "--out", str(tmp_path / "buf"), "--yes"], capsys)
+    assert rc == 0 and "imported 1 session(s), 2 turn(s)" in err
+    store = TrajectoryStore(tmp_path / "buf")
+    from_bundle = [(t.turn_uid, t.turn_type.value, t.response_text, t.next_state) for t in store.turns()]
+    store.close()
+    tools = _by_name(read_state_dir(_state(tmp_path)))["tools"]
+    assert from_bundle == [(t.turn_uid, t.turn_type.value, t.response_text, t.next_state)
+                           for t in session_turns(tools, TurnRules())]
+    rc, err = _import(["--state-dir", str(_state(tmp_path / "s")), "--out", str(tmp_path / "buf"), "--yes"], capsys)
+    assert rc == 0 and "imported 1 session(s), 3 turn(s)" in err and "skipped 1 session(s): already imported" in err
+
+
+def test_unknown_bundle_version_is_one_line(tmp_path, capsys):
+    bundle = tmp_path / "bundle"
+    shutil.copytree(BUNDLE, bundle)
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    manifest["schemaVersion"] = 2
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    rc, err = _import(["--bundle", str(bundle), "--out", str(tmp_path / "buf"), "--yes"], capsys)
+    assert rc == 2 and len(err.strip().splitlines()) == 1
+    assert "trajectory bundle 'openclaw-trajectory' schema version 2; this importer reads" in err

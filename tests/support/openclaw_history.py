@@ -6,7 +6,10 @@ our server on the tiny tool model: the agent store's schema (``agent-store-schem
 own text of the read tables and their indexes) and the rows of the tables the importer reads (``agent-store-rows.json``;
 a zstd-compressed event as base64; of the runtime events only each run's ``session.started``). :func:`build_agent_store` rebuilds an
 ``openclaw-agent.sqlite`` from them, so the importer's tests read OpenClaw's real format without a
-binary file in the repository. Regenerate with::
+binary file in the repository. ``bundle/`` is the trajectory bundle ``openclaw sessions
+export-trajectory`` wrote for the tool session: its ``manifest.json`` and ``session-branch.json``,
+and of its ``events.jsonl`` the run's ``session.started`` line (the manifest still lists the
+files and sizes of the whole export). Regenerate the store's files with::
 
     python -m tests.support.openclaw_history <state dir> tests/fixtures/openclaw-history
 """
