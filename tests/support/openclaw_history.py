@@ -3,10 +3,10 @@
 ``tests/fixtures/openclaw-history/`` holds what ``openclaw@2026.9.6`` wrote while the real agent
 (``openclaw agent --local``, see :func:`tests.openclaw_agent.harness.run_openclaw_local`) talked to
 our server on the tiny tool model: the agent store's schema (``agent-store-schema.sql``, SQLite's
-own text of the read tables and their indexes) and the rows of the tables the importer reads (``agent-store-rows.json``;
-a zstd-compressed event as base64; of the runtime events only each run's ``session.started``). :func:`build_agent_store` rebuilds an
-``openclaw-agent.sqlite`` from them, so the importer's tests read OpenClaw's real format without a
-binary file in the repository. ``bundle/`` is the trajectory bundle ``openclaw sessions
+own text of the read tables and their indexes) and the rows of the tables the importer reads
+(``agent-store-rows.json``; a zstd-compressed event as base64; of the runtime events only each
+run's ``session.started``). :func:`build_agent_store` rebuilds an ``openclaw-agent.sqlite`` from
+them, so the importer's tests read OpenClaw's real format without a binary file in the repository. ``bundle/`` is the trajectory bundle ``openclaw sessions
 export-trajectory`` wrote for the tool session: its ``manifest.json`` and ``session-branch.json``,
 and of its ``events.jsonl`` the run's ``session.started`` line (the manifest still lists the
 files and sizes of the whole export). Regenerate the store's files with::

@@ -101,6 +101,14 @@ def _event_time(event: dict) -> float | None:
     return None
 
 
+def _branch(entries: list[dict], leaf_id: str | None, where: str) -> list[dict]:
+    """:func:`active_branch`, its error naming ``where``."""
+    try:
+        return active_branch(entries, leaf_id)
+    except SessionReadError as exc:
+        raise SessionReadError(f"{where}: {exc}") from exc
+
+
 def active_branch(entries: list[dict], leaf_id: str | None = None) -> list[dict]:
     """The entries on the path from the root to ``leaf_id`` (default: the last entry with an id).
 
@@ -249,10 +257,9 @@ def _store_sessions(db: sqlite3.Connection, path: Path, agent: str) -> ReadResul
                               "e.session_id=a.session_id AND e.seq=a.event_seq WHERE a.session_id=? "
                               "ORDER BY a.active_position DESC LIMIT 1", (sid,)).fetchone()
             leaf_id = _decode_event((leaf[3], *leaf[:3]), where).get("id") if leaf else None
-            entries = active_branch(events[1:], leaf_id)
+            entries = _branch(events[1:], leaf_id, where)
         except SessionReadError as exc:
-            out.problems.append(f"{exc}; session skipped" if str(exc).startswith(str(path))
-                                else f"{where}: {exc}; session skipped")
+            out.problems.append(f"{exc}; session skipped")
             continue
         triggers = _triggers(db.execute("SELECT event_json FROM trajectory_runtime_events WHERE session_id=?",
                                         (sid,)).fetchall())
@@ -292,7 +299,7 @@ def read_jsonl(path: str | Path, agent_id: str) -> HistorySession:
     path = Path(path)
     events = _jsonl_events(path)
     sid = _check_header(events[0], str(path))
-    return HistorySession(sid, None, agent_id, str(path), active_branch(events[1:]))
+    return HistorySession(sid, None, agent_id, str(path), _branch(events[1:], None, str(path)))
 
 
 # ---------------------------------------------------------------------------------------------- bundle
@@ -312,14 +319,15 @@ def read_bundle(path: str | Path) -> HistorySession:
         branch = json.loads((path / "session-branch.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise SessionReadError(f"{path}: not a readable OpenClaw trajectory bundle ({exc})") from exc
-    if manifest.get("traceSchema") != "openclaw-trajectory" or manifest.get("schemaVersion") not in BUNDLE_SCHEMA_VERSIONS:
-        raise HistoryVersionError(f"{path}: trajectory bundle {manifest.get('traceSchema')!r} schema version "
-                                  f"{manifest.get('schemaVersion')!r}; this importer reads 'openclaw-trajectory' version "
-                                  f"{', '.join(map(str, BUNDLE_SCHEMA_VERSIONS))} (openclaw 2026.9.6)")
+    schema, version = manifest.get("traceSchema"), manifest.get("schemaVersion")
+    if schema != "openclaw-trajectory" or version not in BUNDLE_SCHEMA_VERSIONS:
+        raise HistoryVersionError(f"{path}: trajectory bundle {schema!r} schema version {version!r}; this importer "
+                                  f"reads 'openclaw-trajectory' version {', '.join(map(str, BUNDLE_SCHEMA_VERSIONS))} "
+                                  "(openclaw 2026.9.6)")
     if not isinstance(branch, dict) or not isinstance(branch.get("entries"), list):
         raise SessionReadError(f"{path}/session-branch.json: no 'entries' list")
     sid = _check_header(branch.get("header") or {}, f"{path}/session-branch.json")
-    entries = active_branch(branch["entries"], branch.get("leafId"))
+    entries = _branch(branch["entries"], branch.get("leafId"), str(path))
     triggers: dict[str, str] = {}
     events_file = path / "events.jsonl"
     if events_file.is_file():
