@@ -32,7 +32,16 @@ what a collapsing policy writes never becomes training data):
    they could not teach the policy away from name spam). All are counted per problem
    (``samples/degenerate``, ``samples/degenerate_<problem>``) and named in one warning. ``train``
    counts and warns the same but trains them. Without a tokenizer the check is skipped.
-4. **Rollout log-probs** of samples with ``logprob_source`` other than ``engine`` (constrained
+4. **Rejected replies that repeat a word** (``--rejected-repeat-credit``, default ``onset``): a
+   reply the judge rejected (reward < 0) that uses one content word three times or more
+   (:func:`slime.behaviour.repeat_onset`) is trained as a negative example only from that word's
+   second use on; the tokens before it are masked. Its reward is one number for the whole reply,
+   but the likeliest fault is the repetition, and its opening may be exactly what the user asked
+   for: the main job's user rejects "Alex, ... Alex ... Alex" with "once is enough", and a -1 on
+   every token also pushed down the first "Alex", which the same user demands (measured: the
+   default run's satisfaction fell after four such replies were trained). ``whole`` trains every
+   token. Counted (``samples/rejected_repeat_onset``).
+5. **Rollout log-probs** of samples with ``logprob_source`` other than ``engine`` (constrained
    decoding, or tokens built from text) are replaced by the policy's own log-probs at the step's
    weights (:meth:`slime.backend.TrainingBackend.policy_logprobs`, each sample at its sampling
    temperature / top-p): the PPO ratio's old log-probs are recomputed anyway, TIS weighs these
@@ -49,11 +58,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from slime.behaviour import Problem
+from slime.behaviour import Problem, repeat_onset
 from slime.degenerate import GARBAGE_TOKENS, control_token_ids, reply_problems
 from slime.sample import LogprobSource, Sample, SampleStatus
 
-__all__ = ["AdmissionPolicy", "DEGENERATE_PROBLEMS", "admit", "fit_context", "turn_name"]
+__all__ = ["AdmissionPolicy", "DEGENERATE_PROBLEMS", "admit", "credit_from_repeat_onset", "fit_context", "turn_name"]
 
 log = logging.getLogger(__name__)
 
@@ -66,22 +75,26 @@ class AdmissionPolicy:
     context_overflow: ``truncate`` or ``drop`` a longer sample.
     truncated_replies: ``mask`` or ``train`` replies cut at the token limit.
     degenerate_samples: ``mask`` or ``train`` samples with a degenerate reply.
+    rejected_repeat_credit: ``onset`` (train a rejected reply that repeats a word from the word's
+        second use on) or ``whole`` (every token).
     """
 
     max_context_len: int | None = None
     context_overflow: Literal["truncate", "drop"] = "truncate"
     truncated_replies: Literal["mask", "train"] = "mask"
     degenerate_samples: Literal["mask", "train"] = "mask"
+    rejected_repeat_credit: Literal["onset", "whole"] = "onset"
 
     @classmethod
     def from_config(cls, cfg: Any, model_context: int | None, generates: bool) -> "AdmissionPolicy":
         """The policy of a run: ``--rollout-max-context-len`` (else ``model_context``),
         ``--context-overflow``, ``--truncated-replies`` (else ``train`` when the rollout
-        ``generates``, ``mask`` otherwise), ``--degenerate-samples``."""
+        ``generates``, ``mask`` otherwise), ``--degenerate-samples``, ``--rejected-repeat-credit``."""
         limit = cfg.rollout_max_context_len or model_context
         return cls(max_context_len=limit, context_overflow=cfg.context_overflow,
                    truncated_replies=cfg.truncated_replies or ("train" if generates else "mask"),
-                   degenerate_samples=cfg.degenerate_samples)
+                   degenerate_samples=cfg.degenerate_samples,
+                   rejected_repeat_credit=cfg.rejected_repeat_credit)
 
 
 def turn_name(sample: Sample, index: int) -> str:
@@ -140,8 +153,40 @@ def _count_degenerate(s: Sample, index: int, problems: dict[str, str], policy: A
         counts["degenerate_masked"] += 1
 
 
+def credit_from_repeat_onset(s: Sample, tokenizer: Any) -> str | None:
+    """Mask the loss of a rejected reply's tokens before it starts repeating a word (step 4).
+
+    Args:
+        s: a sample with reward < 0; its ``loss_mask`` (and ``advantages``, when set) are zeroed in
+            place for the response tokens before the token holding the repeated word's second use.
+        tokenizer: the policy's tokenizer (``decode``, ``len``).
+
+    Returns:
+        The repeated word, or None (nothing repeated three times; the sample is left as it was).
+    """
+    vocab = len(tokenizer)
+    ids = [int(i) for i in s.response_tokens if 0 <= int(i) < vocab]
+    if len(ids) != s.response_length:
+        return None  # garbage ids: step 3 names them; no offsets to map
+    hit = repeat_onset(tokenizer.decode(ids, skip_special_tokens=True))
+    if hit is None:
+        return None
+    word, offset = hit
+    lo, hi = 0, len(ids)  # the fewest tokens whose decoded text reaches past the offset
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if len(tokenizer.decode(ids[:mid + 1], skip_special_tokens=True)) > offset:
+            hi = mid
+        else:
+            lo = mid + 1
+    s.loss_mask = [0] * lo + list(s.loss_mask[lo:])
+    if s.advantages is not None:
+        s.advantages = [0.0] * lo + list(s.advantages[lo:])
+    return word
+
+
 def admit(samples: Sequence[Sample], policy: AdmissionPolicy, backend: Any = None) -> tuple[list[Sample], dict]:
-    """Apply ``policy`` to a step's samples (module docstring, steps 1-4).
+    """Apply ``policy`` to a step's samples (module docstring, steps 1-5).
 
     Args:
         samples: the rollout's samples, in order.
@@ -154,12 +199,12 @@ def admit(samples: Sequence[Sample], policy: AdmissionPolicy, backend: Any = Non
         ``samples/over_context_truncated``, ``samples/over_context_dropped``, ``samples/truncated``,
         ``samples/truncated_masked``, ``samples/degenerate`` (samples with any problem),
         ``samples/degenerate_<problem>`` (one per problem name, :data:`DEGENERATE_PROBLEMS`),
-        ``samples/degenerate_masked``, ``samples/constrained``, ``samples/without_logprobs``,
+        ``samples/degenerate_masked``, ``samples/rejected_repeat_onset``, ``samples/constrained``, ``samples/without_logprobs``,
         ``samples/rollout_logprobs_recomputed``.
     """
     counts = dict.fromkeys(("over_context_truncated", "over_context_dropped", "truncated", "truncated_masked",
                             "degenerate", *(f"degenerate_{p}" for p in DEGENERATE_PROBLEMS), "degenerate_masked",
-                            "constrained", "without_logprobs", "rollout_logprobs_recomputed"), 0)
+                            "rejected_repeat_onset", "constrained", "without_logprobs", "rollout_logprobs_recomputed"), 0)
     tokenizer = getattr(backend, "tokenizer", None)
     control = control_token_ids(tokenizer) if tokenizer is not None else frozenset()
     out: list[Sample] = []
@@ -184,6 +229,13 @@ def admit(samples: Sequence[Sample], policy: AdmissionPolicy, backend: Any = Non
             problems = reply_problems(s.response_tokens, tokenizer, control)
             if problems:
                 _count_degenerate(s, i, problems, policy, counts)
+            if (policy.rejected_repeat_credit == "onset" and s.reward is not None and s.reward < 0
+                    and s.num_loss_tokens > 0):
+                word = credit_from_repeat_onset(s, tokenizer)
+                if word is not None:
+                    counts["rejected_repeat_onset"] += 1
+                    log.info("%s: rejected reply repeats %r: trained from its second use on "
+                             "(--rejected-repeat-credit onset)", turn_name(s, i), word)
         counts["constrained"] += s.logprob_source == LogprobSource.CONSTRAINED
         counts["without_logprobs"] += s.logprob_source == LogprobSource.NONE
         out.append(s)

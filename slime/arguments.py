@@ -81,6 +81,10 @@ class SlimeConfig:
         "mask", "samples whose reply is degenerate (slime.behaviour: a repetition loop, a rare-character run, "
         "over-application, a tool-call loop; or a special token inside the reply): mask them out of the loss, "
         "or train them; counted per problem and named in a warning either way", group="rollout")
+    rejected_repeat_credit: Literal["onset", "whole"] = flag(
+        "onset", "a reply the judge rejected that uses one content word three times or more: train it as a "
+        "negative example from the word's second use on (onset; its opening may be what the user asked for, "
+        "such as their name) or on every token (whole); counted", group="rollout")
     # collapse guard (slime.collapse_guard)
     collapse_guard: Literal["on", "log", "off"] = flag(
         "on", "the trainer's collapse guard: on (skip a step whose grad norm, train/rollout log-prob gap, KL or "

@@ -26,7 +26,7 @@ from collections import Counter
 from enum import Enum
 
 __all__ = ["Problem", "behaviour_problems", "content_words", "distinct_pairs", "over_applied_word",
-           "rare_char_run", "repetition_loop", "tool_call_loop", "words"]
+           "rare_char_run", "repeat_onset", "repetition_loop", "tool_call_loop", "words"]
 
 #: a word the user asked for (their name, a phrase) this often in one reply is over-applied
 OVER_APPLIED_COUNT = 3
@@ -107,6 +107,36 @@ def over_applied_word(text: str, terms: tuple[str, ...] = ()) -> str | None:
             break
         if w in wanted or (n >= OVER_USED_COUNT and n / all_words >= OVER_USED_SHARE):
             return w
+    return None
+
+
+def repeat_onset(text: str) -> tuple[str, int] | None:
+    """Where a reply starts repeating itself: the content word it uses most, if it uses it
+    :data:`OVER_APPLIED_COUNT` times or more, and the character offset of its second use.
+
+    Any content word counts (no share, no list of wanted words): the trainer calls this on
+    replies the user rejected, where a word said three times is the likeliest fault and its first
+    use may be exactly what the user asked for (their name).
+
+    Returns:
+        ``(word, offset)`` (``word`` lower-cased, ``offset`` into ``text``), or None.
+    """
+    counts = Counter(content_words(_without_tool_calls(text)))
+    if not counts:
+        return None
+    word, n = counts.most_common(1)[0]
+    if n < OVER_APPLIED_COUNT:
+        return None
+    calls = [m.span() for m in _TOOL_CALL.finditer(text)]
+    seen = 0
+    for m in _WORD.finditer(text):
+        if any(a <= m.start() < b for a, b in calls):
+            continue
+        w = m.group(0).lower()
+        if (w[:-2] if w.endswith("'s") else w) == word:
+            seen += 1
+            if seen == 2:
+                return word, m.start()
     return None
 
 

@@ -34,7 +34,7 @@ def parse_main_args(argv: list[str] | None) -> argparse.Namespace:
                    help="rl (Binary RL), opd (on-policy distillation) or combine (both)")
     p.add_argument("--preference", choices=sorted(PREFERENCES), default=DEFAULT_PREFERENCE,
                    help="what the simulated user asks for (docs/learning.md: how it was chosen)")
-    p.add_argument("--steps", type=int, default=16, help="train steps (weight versions published)")
+    p.add_argument("--steps", type=int, default=12, help="train steps (weight versions published)")
     p.add_argument("--batch-size", type=int, default=8, help="judged turns per train step")
     p.add_argument("--max-tokens", type=int, default=32, help="reply budget of the simulated user's turns")
     p.add_argument("--held-out", type=int, default=40, help="held-out questions (never trained on)")

@@ -95,7 +95,10 @@ def test_a_degenerate_reply_the_judge_rejected_is_trained_as_a_negative_example(
     backend = TrainingBackend(parse_args(["--rollout-batch-size", "3", "--model-path", TINY_QWEN3]))
     out, metrics = admit([rejected, neutral, rewarded], AdmissionPolicy(), backend)
     assert metrics["samples/degenerate"] == 3 and metrics["samples/degenerate_masked"] == 2
-    assert out[0].num_loss_tokens == out[0].response_length and set(out[0].advantages) == {-1.0}
+    # trained from the name's second use on (--rejected-repeat-credit onset, step 4): the first
+    # "Alex" is what this user asks for
+    trained = [t for t, m in zip(out[0].response_tokens, out[0].loss_mask) if m]
+    assert tokenizer.decode(trained).startswith(" Alex.") and set(out[0].advantages[-len(trained):]) == {-1.0}
     assert out[1].num_loss_tokens == 0 and out[2].num_loss_tokens == 0
 
 
