@@ -80,7 +80,7 @@ def test_imported_history_matches_live_capture(tool_server, tool_model, work, tm
     for key, message, with_tools in ((chat, "hi there", False), (chat, CORRECTION, False), (chat, HEARTBEAT, False),
                                      (tools, "please read hello.txt", True)):
         envelope = run_openclaw_local(tool_server.base_url, "sk-test", "tiny-tools", message, work / "history", key,
-                                      work / "workspace", timeout=300, supports_tools=with_tools)
+                                      work / "workspace", timeout=600, supports_tools=with_tools)
         ids[key] = envelope["meta"]["agentMeta"]["sessionId"]
     assert ids[chat] != ids[tools]
     state = work / "history" / "openclaw" / "state"
