@@ -1,5 +1,5 @@
-"""``openclaw-rl``: the command line (``serve``, ``export``, ``import``, ``eval``, ``eval-before-after``,
-``judge-eval``, ``versions``, ``rollback``, ``forget``, ``lessons``, ``export-model``).
+"""``openclaw-rl``: the command line (``serve``, ``export``, ``import``, ``import-openclaw``, ``eval``,
+``eval-before-after``, ``judge-eval``, ``versions``, ``rollback``, ``forget``, ``lessons``, ``export-model``).
 
 Errors are one line on stderr with exit code 2; nothing already recorded is touched.
 """
@@ -64,6 +64,12 @@ def _import(argv: list[str]) -> int:
     print(f"imported {sessions} session(s), {turns} turn(s)"
           + (f"; skipped {skipped} session(s) already in the store" if skipped else ""), file=sys.stderr)
     return 0
+
+
+def _import_openclaw(argv: list[str]) -> int:
+    from openclaw_rl.capture.openclaw_history.importer import main as import_openclaw_main
+
+    return import_openclaw_main(argv)
 
 
 def _export_model(argv: list[str]) -> int:
@@ -143,7 +149,8 @@ def _lessons(argv: list[str]) -> int:
     return lessons_main(argv)
 
 
-COMMANDS = {"serve": _serve, "export": _export, "import": _import, "eval": _eval,
+COMMANDS = {"serve": _serve, "export": _export, "import": _import,
+            "import-openclaw": _import_openclaw, "eval": _eval,
             "eval-before-after": _eval_before_after, "judge-eval": _judge_eval, "versions": _versions,
             "rollback": _rollback, "forget": _forget, "lessons": _lessons, "export-model": _export_model}
 

@@ -219,3 +219,24 @@ def parse_reply(text: str, parse_tools: bool, ended_by_model: bool) -> OutputPar
     parser.feed(text)
     parser.finish(ended_by_model=ended_by_model)
     return parser
+
+
+def render_reply(content: str, tool_calls: list[tuple[str, object]], reasoning: str | None = None) -> str:
+    """The model output that :func:`parse_reply` parses back into ``content`` and ``tool_calls``:
+    the inverse used for a reply known only as its parts (an imported history turn).
+
+    Args:
+        content: the reply's text.
+        tool_calls: ``(name, arguments)`` pairs, ``arguments`` a JSON value (an object).
+        reasoning: a reasoning text, written as a leading ``<think>`` block (None or empty: none).
+
+    Returns:
+        ``<think>\\n{reasoning}\\n</think>\\n\\n`` (if any), the content, then each call as
+        ``<tool_call>\\n{"name": ..., "arguments": ...}\\n</tool_call>``, separated by a newline:
+        the layout the Hermes / Qwen chat templates write for an assistant message (``tojson``:
+        ``json.dumps`` with ``ensure_ascii=False``).
+    """
+    blocks = [f'{TOOL_OPEN}\n{json.dumps({"name": name, "arguments": args}, ensure_ascii=False)}\n{TOOL_CLOSE}'
+              for name, args in tool_calls]
+    text = "\n".join([content, *blocks] if content else blocks)
+    return f"{THINK_OPEN}\n{reasoning.strip()}\n{THINK_CLOSE}\n\n{text}" if reasoning else text

@@ -234,6 +234,29 @@ def test_combine_scale_invariance_of_the_rl_branch():
     assert [s.advantages[0] for s in a] == pytest.approx([1.0, -1.0], rel=1e-5)
 
 
+def test_combine_batch_mean_baseline_weighs_the_few_accepted_replies_up():
+    """--combine-rl-baseline batch-mean: 2 accepted and 6 rejected replies; without the baseline
+    the rejected ones carry 3x the accepted ones' total advantage, with it the totals balance."""
+    def batch():
+        return [_s("rl", 1.0, None, [-1.0] * 4) for _ in range(2)] + [_s("rl", -1.0, None, [-1.0] * 4) for _ in range(6)]
+    plain, centred = batch(), batch()
+    _, m0 = combine_advantages(plain)
+    _, m1 = combine_advantages(centred, rl_baseline="batch-mean")
+    total = lambda ss: sum(sum(s.advantages) for s in ss)
+    assert total(plain[:2]) == pytest.approx(-total(plain[2:]) / 3, rel=1e-5)  # outweighed 3:1
+    assert total(centred[:2]) == pytest.approx(-total(centred[2:]), rel=1e-5)  # balanced
+    assert m0["combine/rl_baseline"] == 0.0 and m1["combine/rl_baseline"] == pytest.approx(-0.5)
+    rms = math.sqrt((2 * 1.5 ** 2 + 6 * 0.5 ** 2) / 8)
+    assert centred[0].advantages == pytest.approx([1.5 / rms] * 4, rel=1e-5)
+    assert centred[2].advantages == pytest.approx([-0.5 / rms] * 4, rel=1e-5)
+    # a batch the user rejected throughout carries no RL signal (nothing better to move toward)
+    same = [_s("rl", -1.0, None, [-1.0] * 2) for _ in range(3)]
+    combine_advantages(same, rl_baseline="batch-mean")
+    assert all(a == 0.0 for s in same for a in s.advantages)
+    with pytest.raises(ValueError, match="rl_baseline"):
+        combine_advantages(batch(), rl_baseline="median")
+
+
 def test_opd_advantage_clip():
     s = _s("opd", None, [0.0, -9.0], [-5.0, 0.0])
     opd_advantages([s], clip=2.0)
@@ -358,6 +381,9 @@ def test_combine_weights_from_env(monkeypatch):
     assert (cfg.combine_w_opd, cfg.combine_w_rl) == (0.25, 1.0)
     cfg = parse_run_args(["--advantage-estimator", "combine", "--combine-w-opd", "2.0", "--combine-w-rl", "0"])
     assert (cfg.combine_w_opd, cfg.combine_w_rl) == (2.0, 0.0)  # an explicit flag beats its env fallback
+    assert cfg.combine_rl_baseline == "none"
+    cfg = parse_run_args(["--advantage-estimator", "combine", "--combine-rl-baseline", "batch-mean"])
+    assert cfg.combine_rl_baseline == "batch-mean"
 
 
 def test_root_cause_line_finds_the_innermost_error():

@@ -21,7 +21,8 @@ def test_one_line_per_step_with_satisfaction(tmp_path):
                    "train/loss": 0.0123, "train/approx_kl": 0.0004, "train/pg_loss": 1.0, "backlog/judged": 3})
     assert progress.poll() == 1
     verdicts += [False]
-    logger.log(2, {"reward/mean": -0.5, "rollout/samples": 8, "weight_version": 2, "gate/passed": 0.0})
+    logger.log(2, {"reward/mean": -0.5, "rollout/samples": 8, "weight_version": 2, "gate/passed": 0.0,
+                   "train/approx_kl": 0.0, "train/kl_loss": 0.1234})
     progress.stop()
     logger.close()
     lines = console.getvalue().splitlines()
@@ -29,6 +30,7 @@ def test_one_line_per_step_with_satisfaction(tmp_path):
     assert lines[0].startswith("step 1/16 | reward +0.25 (8) | satisfaction 0.67 (3 replies) | serving v2 | gate pass | "
                                "loss 0.0123 | KL 0.0004 | ")
     assert lines[1].startswith("step 2/16 | reward -0.50 (8) | satisfaction 0.00 (1 replies) | serving v2 | gate FAIL")
+    assert "| KL to ref 0.1234 |" in lines[1]  # the KL penalty's, not the in-step KL (0 on-policy)
     assert step_line({"step": 3}, None, None, 1.0) == "step 3 | reward - (-) | serving v- | gate - | loss - | KL - | 1 s"
 
 

@@ -265,6 +265,14 @@ def test_default_side_rules_on_openclaw_housekeeping(reason, text):
     assert RULES.side_reason(msgs + [carrier()]) == reason
 
 
+@pytest.mark.parametrize("reason, text", [(r, t) for r in ("heartbeat", "memory_flush") for t in HOUSEKEEPING[r]])
+def test_side_rules_see_through_openclaw_time_envelope(reason, text):
+    # OpenClaw puts its time envelope before a user message it sends (the real agent's heartbeat prompt
+    # sent as a message arrived so: tests/test_openclaw_history_agent.py)
+    msgs = [{"role": "user", "content": f"[Wed 2026-12-02 06:56 UTC] {text}" + RUNTIME}, carrier()]
+    assert RULES.side_reason(msgs) == reason
+
+
 @pytest.mark.parametrize("reason", sorted(SYSTEM_HOUSEKEEPING))
 def test_default_side_rules_on_system_prompts(reason):
     msgs = [{"role": "system", "content": SYSTEM_HOUSEKEEPING[reason]}, {"role": "user", "content": "hello"}]

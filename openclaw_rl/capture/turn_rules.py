@@ -12,7 +12,10 @@ matches; the default rules recognise OpenClaw's housekeeping traffic:
   assistant.``, user text opening with ``<conversation>``);
 * ``slug`` and ``title``: the filename-slug and session-title generators.
 
-The exact strings were read from ``openclaw@2026.9.6`` (see ``tests/openclaw_agent/NOTES.md``).
+The exact strings were read from ``openclaw@2026.9.6`` (see ``tests/openclaw_agent/NOTES.md``). The
+heartbeat and memory-flush prompts match also after OpenClaw's time envelope
+(:data:`OPENCLAW_ENVELOPE`): the heartbeat prompt sent as a message arrives as
+``[Wed 2026-12-02 06:56 UTC] Follow the heartbeat ...``.
 
 Rules are configurable with ``--side-turn-rules FILE``: a JSON list of
 ``{"name": str, "pattern": regex, "where": "last_user" | "system" | "any"}`` objects that replace
@@ -49,13 +52,16 @@ class SideRule:
             raise ValueError(f"side-turn rule {self.name!r}: bad regex: {exc}") from exc
 
 
+#: the time envelope OpenClaw puts before a user message it sends (``[Wed 2026-12-02 06:56 UTC] ``, in the
+#: host's time zone, optionally after a channel label); its history stores the message without it
+OPENCLAW_ENVELOPE = r"(?:\[[^\]\n]*\d{4}-\d{2}-\d{2} \d{2}:\d{2}[^\]\n]*\]\s*)?"
 DEFAULT_SIDE_RULES = (
     # heartbeat poll: default prompt, scheduled-tasks variant, older HEARTBEAT.md prompt
-    SideRule("heartbeat", r"^\s*(?:Follow the heartbeat monitor scratch context when provided\."
+    SideRule("heartbeat", rf"^\s*{OPENCLAW_ENVELOPE}(?:Follow the heartbeat monitor scratch context when provided\."
                           r"|Run the following periodic tasks \(only those due based on their intervals\):"
                           r"|\[OpenClaw heartbeat poll\])|HEARTBEAT\.md|HEARTBEAT_OK", "last_user"),
-    SideRule("memory_flush", r"^\s*Pre-compaction memory flush\.|Save important context from this session "
-                             r"to the daily memory file\.\s*STRICT RULES:", "last_user"),
+    SideRule("memory_flush", rf"^\s*{OPENCLAW_ENVELOPE}Pre-compaction memory flush\.|Save important context from "
+                             r"this session to the daily memory file\.\s*STRICT RULES:", "last_user"),
     SideRule("memory_flush", r"Pre-compaction memory flush turn\.", "system"),
     SideRule("compaction", r"^\s*You are a context summarization assistant\.", "system"),
     SideRule("compaction", r"^\s*<conversation>\n", "last_user"),

@@ -6,7 +6,11 @@ bars, the server's and the trainer's log lines -- to the run's log file (``<out>
 per step, a line built from the step's metrics as the trainer logs them
 (``<out>/logs/<run>/metrics.jsonl``, :class:`StepProgress`):
 
-    step 3/16 | reward +0.25 (8) | satisfaction 0.62 (13 replies) | serving v4 | gate pass | loss 0.0123 | KL 0.0004 | 41 s
+    step 3/16 | reward +0.25 (8) | satisfaction 0.62 (13 replies) | serving v4 | gate pass | loss 0.0123 | KL to ref 0.0214 | 41 s
+
+``KL to ref``: the KL penalty's estimate of KL(policy || reference) in nats per token
+(``train/kl_loss``, with ``--use-kl-loss``); without the penalty ``KL`` is the old-vs-new policy KL
+within the step (``train/approx_kl``).
 
 ``satisfaction``: the simulated user's verdicts on the replies it got since the previous step (the
 ground truth the judges never see), when known.
@@ -56,7 +60,10 @@ def step_line(row: dict, total: int | None, satisfaction: tuple[float, int] | No
     gate = row.get("gate/passed")
     parts.append("gate " + ("-" if gate is None else ("pass" if gate else "FAIL")))
     parts.append(f"loss {_num(row.get('train/loss', row.get('loss')), '.4f')}")
-    parts.append(f"KL {_num(row.get('train/approx_kl'), '.4f')}")
+    if row.get("train/kl_loss"):  # the KL penalty's estimate of KL(policy || reference), nats/token
+        parts.append(f"KL to ref {_num(row['train/kl_loss'], '.4f')}")
+    else:  # old vs new policy within the step (0 for one on-policy update)
+        parts.append(f"KL {_num(row.get('train/approx_kl'), '.4f')}")
     parts.append(f"{seconds:.0f} s")
     return " | ".join(parts)
 

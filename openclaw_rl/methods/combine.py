@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from openclaw_rl.methods.hint_flags import HintFlags, check_local_model
 from slime.flags import flag
@@ -26,6 +26,10 @@ class CombineFlags(HintFlags):
 
     combine_w_opd: float = flag(1.0, "weight of the OPD branch", env="OPENCLAW_COMBINE_W_OPD", ge=0)
     combine_w_rl: float = flag(1.0, "weight of the Binary RL branch", env="OPENCLAW_COMBINE_W_RL", ge=0)
+    combine_rl_baseline: Literal["none", "batch-mean"] = flag(
+        "none", "subtract the batch's mean RL reward from each RL-branch reward before normalising (a REINFORCE "
+        "baseline: the few accepted replies are not outweighed by the many rejected), or train rewards as they "
+        "are", env="OPENCLAW_COMBINE_RL_BASELINE")
 
 
 class Combine(Method):
@@ -58,4 +62,5 @@ class Combine(Method):
         """Combine advantages (:func:`openclaw_rl.opd.advantages.combine_advantages`)."""
         from openclaw_rl.opd.advantages import combine_advantages
 
-        return combine_advantages(samples, self.flags.combine_w_opd, self.flags.combine_w_rl, self.flags.opd_adv_clip)
+        return combine_advantages(samples, self.flags.combine_w_opd, self.flags.combine_w_rl, self.flags.opd_adv_clip,
+                                  rl_baseline=self.flags.combine_rl_baseline)

@@ -21,6 +21,14 @@ the loss tokens of all OPD-branch samples in the batch, and ``r̂ = r / (rms_rl 
 ``--combine-w-opd`` / ``--combine-w-rl`` (env ``OPENCLAW_COMBINE_W_OPD`` / ``OPENCLAW_COMBINE_W_RL``,
 default 1.0).
 
+``--combine-rl-baseline batch-mean`` first subtracts the mean reward of the batch's RL-branch
+samples from each of their rewards (a REINFORCE baseline over the batch, as REINFORCE++ /
+GRPO normalise over a group; each live turn is its own prompt, so the batch is the only group):
+with 2 accepted and 6 rejected replies an accepted one gets +1.5 and a rejected one -0.5 before
+normalisation, so the rare replies the user accepted are not outweighed by the many they
+rejected, and a batch that is all rejected (or all accepted) carries no RL signal. ``none``
+(default) trains the rewards as they are.
+
 Dispatch table (hint judge x PRM verdict), each turn at most one sample:
 
 =================  ===========  =============
@@ -41,9 +49,11 @@ from collections.abc import Sequence
 
 from slime.sample import Sample
 
-__all__ = ["BRANCHES", "dispatch_branch", "opd_token_advantages", "opd_advantages", "combine_advantages"]
+__all__ = ["BRANCHES", "RL_BASELINES", "dispatch_branch", "opd_token_advantages", "opd_advantages", "combine_advantages"]
 
 BRANCHES = ("both", "opd", "rl", "none")
+#: ``--combine-rl-baseline`` values
+RL_BASELINES = ("none", "batch-mean")
 _EPS = 1e-6
 
 
@@ -125,7 +135,7 @@ def _branch(s: Sample) -> str:
 
 
 def combine_advantages(samples: Sequence[Sample], w_opd: float = 1.0, w_rl: float = 1.0,
-                       clip: float | None = None) -> tuple[list[Sample], dict]:
+                       clip: float | None = None, rl_baseline: str = "none") -> tuple[list[Sample], dict]:
     """Combine's per-token advantages (module docstring), written into ``advantages``.
 
     Args:
@@ -133,24 +143,31 @@ def combine_advantages(samples: Sequence[Sample], w_opd: float = 1.0, w_rl: floa
             (else from the presence of ``teacher_log_probs`` and the reward).
         w_opd / w_rl: branch weights (>= 0).
         clip: ``--opd-adv-clip`` applied to the raw OPD advantages before normalisation.
+        rl_baseline: ``none`` or ``batch-mean`` (``--combine-rl-baseline``, module docstring).
 
     Returns:
         ``(samples, metrics)``: ``combine/n_{both,opd,rl,none}``, ``combine/opd_rms``,
         ``combine/rl_rms`` (the normalisers), ``combine/opd_contrib`` and ``combine/rl_contrib``
         (mean ``|w * Â|`` of each branch over all loss tokens of the batch), ``combine/w_opd`` and
-        ``combine/w_rl`` (the weights in force).
+        ``combine/w_rl`` (the weights in force), ``combine/rl_baseline`` (the mean reward
+        subtracted; 0 with ``none``).
 
     Raises:
-        ValueError: negative weights, or an OPD-branch sample without ``teacher_log_probs``.
+        ValueError: negative weights, an unknown ``rl_baseline``, or an OPD-branch sample without
+            ``teacher_log_probs``.
     """
     if w_opd < 0 or w_rl < 0:
         raise ValueError(f"combine weights must be >= 0, got w_opd={w_opd}, w_rl={w_rl}")
+    if rl_baseline not in RL_BASELINES:
+        raise ValueError(f"rl_baseline must be one of {', '.join(RL_BASELINES)}, got {rl_baseline!r}")
     branches = [_branch(s) for s in samples]
     counts = Counter(branches)
     opd_raw = {i: opd_token_advantages(s, clip) for i, (s, b) in enumerate(zip(samples, branches))
                if b in ("both", "opd")}
     opd_tokens = [a for i, adv in opd_raw.items() for a, m in zip(adv, samples[i].loss_mask) if m]
-    rl_tokens = [float(s.reward) for s, b in zip(samples, branches) if b in ("both", "rl")
+    rl_rewards = [float(s.reward) for s, b in zip(samples, branches) if b in ("both", "rl")]
+    baseline = sum(rl_rewards) / len(rl_rewards) if rl_baseline == "batch-mean" and rl_rewards else 0.0
+    rl_tokens = [float(s.reward) - baseline for s, b in zip(samples, branches) if b in ("both", "rl")
                  for m in s.loss_mask if m]
     opd_rms, rl_rms = _rms(opd_tokens), _rms(rl_tokens)
     opd_contrib = rl_contrib = n_tok = 0.0
@@ -167,7 +184,7 @@ def combine_advantages(samples: Sequence[Sample], w_opd: float = 1.0, w_rl: floa
                 adv[t] += a
                 opd_contrib += abs(a)
             if b in ("both", "rl"):
-                a = w_rl * float(s.reward) / (rl_rms + _EPS)
+                a = w_rl * (float(s.reward) - baseline) / (rl_rms + _EPS)
                 adv[t] += a
                 rl_contrib += abs(a)
         s.advantages = adv
@@ -175,5 +192,5 @@ def combine_advantages(samples: Sequence[Sample], w_opd: float = 1.0, w_rl: floa
     metrics = {f"combine/n_{b}": counts.get(b, 0) for b in BRANCHES}
     metrics.update({"combine/opd_rms": opd_rms, "combine/rl_rms": rl_rms,
                     "combine/opd_contrib": opd_contrib / d, "combine/rl_contrib": rl_contrib / d,
-                    "combine/w_opd": w_opd, "combine/w_rl": w_rl})
+                    "combine/w_opd": w_opd, "combine/w_rl": w_rl, "combine/rl_baseline": baseline})
     return list(samples), metrics

@@ -205,3 +205,67 @@ def run_openclaw_exec(
             proc.returncode, envelope, stderr,
         )  # fmt: skip
     return envelope
+
+
+def run_openclaw_local(
+    base_url: str,
+    api_key: str,
+    model: str,
+    message: str,
+    workdir: Path,
+    session_key: str,
+    workspace: Path,
+    timeout: float = 300,
+    *,
+    provider: str = DEFAULT_PROVIDER,
+    supports_tools: bool = True,
+) -> dict[str, Any]:
+    """Run one turn of a kept session: ``openclaw agent --local --session-key KEY --json``.
+
+    Unlike ``agent exec`` (a new session each run), turns with the same ``session_key`` continue one
+    conversation, kept in ``workdir/openclaw/state`` (OpenClaw's agent store, its history).
+    ``workspace`` is the agent's workspace (its file tools' folder); the config sets ``agent exec``'s
+    defaults (``skipBootstrap``, tool profile ``coding``) so the prompt is the one ``agent exec --cwd
+    workspace`` sends. The config is rewritten per call, so
+    ``supports_tools`` may differ between turns. Runs one at a time per ``workdir`` (``--local``
+    holds the state folder's lock for the whole turn).
+
+    Returns:
+        The JSON envelope (``payloads``, ``meta`` with ``agentMeta.sessionId`` ...), plus
+        ``_stderr``.
+
+    Raises:
+        OpenClawExecError: the CLI failed, timed out or printed no JSON.
+    """
+    launcher = ensure_openclaw()
+    root = Path(workdir).resolve() / "openclaw"
+    env = isolated_env(root)
+    config = write_provider_config(root / "config.json", base_url, api_key, model, provider,
+                                   supports_tools=supports_tools)
+    # exec's defaults, so the prompt is the one `agent exec --cwd WORKSPACE` sends (the tiny tool model
+    # was trained on those): no workspace bootstrap files, the coding tool profile, the workspace
+    settings = json.loads(config.read_text())
+    settings["agents"]["defaults"].update(skipBootstrap=True, workspace=str(Path(workspace).resolve()))
+    settings["tools"] = {"profile": "coding"}
+    config.write_text(json.dumps(settings, indent=2))
+    cmd = [str(launcher), "agent", "--local", "--session-key", session_key, "--model", f"{provider}/{model}",
+           "--message", message, "--json", "--timeout", str(max(1, int(timeout) - 10))]
+    proc = subprocess.Popen(cmd, cwd=root, env={**env, "OPENCLAW_CONFIG_PATH": str(config)}, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate()
+        raise OpenClawExecError(f"openclaw agent --local did not finish in {timeout}s\nstderr:\n{stderr[-4000:]}",
+                                None, None, stderr) from None
+    try:
+        envelope = json.loads(stdout)
+    except json.JSONDecodeError:
+        raise OpenClawExecError(f"openclaw agent --local rc={proc.returncode} printed no JSON\nstdout:\n"
+                                f"{stdout[-2000:]}\nstderr:\n{stderr[-4000:]}", proc.returncode, None, stderr) from None
+    envelope["_stderr"] = stderr
+    if proc.returncode != 0:
+        raise OpenClawExecError(f"openclaw agent --local rc={proc.returncode}\nstderr:\n{stderr[-4000:]}",
+                                proc.returncode, envelope, stderr)
+    return envelope
