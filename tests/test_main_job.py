@@ -17,7 +17,7 @@ from openclaw_rl.judges.lexical import lexical_verdict
 from openclaw_rl.main_job.heldout import compare, measure
 from openclaw_rl.main_job.questions import question_sets
 from openclaw_rl.main_job.report import joined_turns, judge_report, per_version
-from openclaw_rl.main_job.run import parse_main_args, trainer_argv
+from openclaw_rl.main_job.run import parse_main_args, report_lines, trainer_argv
 from openclaw_rl.main_job.user import UserDriver
 from openclaw_rl.preferences import DEFAULT_PREFERENCE, get_preference
 
@@ -121,3 +121,24 @@ def test_main_job_flags_and_trainer_command_line():
     assert (cfg.num_rollout, cfg.rollout_batch_size, cfg.truncated_replies) == (16, 8, "train")
     with pytest.raises(SystemExit):
         parse_main_args(["--steps", "0"])
+
+
+def test_the_report_says_what_the_gate_and_the_collapse_guard_did():
+    """The last lines of ``make run``: the collapse run of docs/learning.md (lr 0.1) skipped its
+    first step, rolled back at its second and the gate rejected two versions."""
+    rate = {"rate": 0.0, "ci95": [0.0, 0.0]}
+    quality = {"over_application": rate, "distinct_pairs": {"mean": 0.987}, "words": {"mean": 20.4}}
+    event = ("collapse guard: 2 spikes in the last 2 steps at step 2 (last: update_kl 3.933 vs baseline 0.5 "
+             "(x7.87)): rolled back to initial (weights and optimizer state) as weight version 1; lr 0.1 -> 0.05")
+    result = {"satisfaction_before": 0.325, "satisfaction_after": 0.325, "mcnemar": {"p_value": 1.0},
+              "quality": {"before": quality, "after": quality}, "reference_nll": {"rise": 0.0},
+              "promotion_gate": {"mode": "enforce"},
+              "gate_versions": [{"version": 1, "step": 2, "passed": True, "failed": []},
+                                {"version": 2, "step": 3, "passed": False,
+                                 "failed": ["reference NLL up +60.3% over the start > 5%"]}],
+              "guard": {"skipped_steps": [1, 2], "events": [event]}}
+    lines = report_lines(result)
+    assert "promotion gate (enforce): 1 of 2 versions passed" in lines
+    assert "  version 2 (step 3) rejected: reference NLL up +60.3% over the start > 5%" in lines
+    assert lines[-2:] == ["collapse guard: steps 1, 2 skipped", "  " + event]
+    assert not any("collapse guard" in line for line in report_lines({**result, "guard": None}))

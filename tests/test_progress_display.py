@@ -34,6 +34,21 @@ def test_one_line_per_step_with_satisfaction(tmp_path):
     assert step_line({"step": 3}, None, None, 1.0) == "step 3 | reward - (-) | serving v- | gate - | loss - | KL - | 1 s"
 
 
+def test_the_collapse_guard_says_what_it_did():
+    """The make run console names a skipped step's spike and a rollback (the metrics the
+    collapse run of docs/learning.md logged at its steps 1 and 2)."""
+    skipped = {"step": 1, "guard/skipped": 1.0, "guard/spike_update_kl": 1.0, "guard/spike_value": 5.101,
+               "guard/spike_baseline": 0.5}
+    lines = step_line(skipped, 4, None, 1.0).splitlines()
+    assert len(lines) == 2 and lines[1] == ("  collapse guard: step skipped (update_kl 5.1 vs baseline 0.5); "
+                                            "the weights stay as they were")
+    event = ("collapse guard: 2 spikes in the last 2 steps at step 2 (last: update_kl 3.933 vs baseline 0.5 "
+             "(x7.87)): rolled back to initial (weights and optimizer state) as weight version 1; lr 0.1 -> 0.05")
+    lines = step_line({**skipped, "step": 2, "guard/event": event}, 4, None, 1.0).splitlines()
+    assert lines[1] == "  " + event
+    assert "\n" not in step_line({"step": 3, "guard/skipped": 0.0}, 4, None, 1.0)
+
+
 def test_library_output_goes_to_the_log_file(tmp_path):
     script = textwrap.dedent(f"""
         import subprocess, sys, warnings

@@ -12,6 +12,9 @@ per step, a line built from the step's metrics as the trainer logs them
 (``train/kl_loss``, with ``--use-kl-loss``); without the penalty ``KL`` is the old-vs-new policy KL
 within the step (``train/approx_kl``).
 
+A step where the collapse guard acted gets a second line: the skipped step's spiking signal, or the
+rollback / pause the guard reports (``guard/event``).
+
 ``satisfaction``: the simulated user's verdicts on the replies it got since the previous step (the
 ground truth the judges never see), when known.
 """
@@ -65,7 +68,22 @@ def step_line(row: dict, total: int | None, satisfaction: tuple[float, int] | No
     else:  # old vs new policy within the step (0 for one on-policy update)
         parts.append(f"KL {_num(row.get('train/approx_kl'), '.4f')}")
     parts.append(f"{seconds:.0f} s")
-    return " | ".join(parts)
+    return " | ".join(parts) + guard_note(row)
+
+
+def guard_note(row: dict) -> str:
+    """What the collapse guard did at this step, as a second line (``"\n  ..."``), or ``""``:
+    its event (a rollback or pause, ``guard/event``) or a skipped step with the signal that
+    spiked (``guard/spike_*``, ``guard/spike_value`` against ``guard/spike_baseline``)."""
+    if row.get("guard/event"):
+        return f"\n  {row['guard/event']}"
+    if not row.get("guard/skipped"):
+        return ""
+    signal = next((k.removeprefix("guard/spike_") for k in ("guard/spike_update_kl", "guard/spike_grad_norm",
+                                                            "guard/spike_logprob_gap", "guard/spike_kl_ref")
+                   if row.get(k)), "a signal")
+    return (f"\n  collapse guard: step skipped ({signal} {_num(row.get('guard/spike_value'), '.3g')} vs baseline "
+            f"{_num(row.get('guard/spike_baseline'), '.3g')}); the weights stay as they were")
 
 
 class StepProgress:

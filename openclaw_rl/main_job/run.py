@@ -87,7 +87,8 @@ def trainer_argv(a: argparse.Namespace, base: str, out: Path) -> list[str]:
 
 
 def report_lines(result: dict) -> list[str]:
-    """The run's outcome in a few plain lines: satisfaction, quality, the promotion gate's verdicts."""
+    """The run's outcome in a few plain lines: satisfaction, quality, the promotion gate's verdicts,
+    what the collapse guard did (``result["guard"]``: skipped steps and its rollback / pause events)."""
     q, nll, m = result["quality"], result["reference_nll"], result["mcnemar"]
     lines = [f"held-out satisfaction {result['satisfaction_before']:.3f} -> {result['satisfaction_after']:.3f} "
              f"(McNemar p = {m['p_value']:.2g})",
@@ -102,6 +103,10 @@ def report_lines(result: dict) -> list[str]:
                      f"{len(versions)} versions passed")
         lines += [f"  version {v['version']} (step {v['step']}) rejected: {'; '.join(v['failed'])}"
                   for v in versions if not v["passed"]]
+    guard = result.get("guard") or {}
+    if guard.get("skipped_steps"):
+        lines.append(f"collapse guard: steps {', '.join(map(str, guard['skipped_steps']))} skipped")
+    lines += [f"  {event}" for event in guard.get("events", [])]
     if result.get("paused"):
         lines.append(f"training paused: {result['paused']}")
     return lines
@@ -209,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
               "gate_acceptance": (sum(v["passed"] for v in gate["versions"]) / len(gate["versions"])
                                   if gate.get("versions") else None),
               "paused": summary.get("paused"),
+              "guard": {"skipped_steps": [int(m["step"]) for m in metrics if m.get("guard/skipped")],
+                        "events": [m["guard/event"] for m in metrics if m.get("guard/event")]},
               "held_out_questions": len(test_q), "judge": judges, "unmatched_turns": unmatched,
               "per_version": versions, "plot": str(plot), "reward_loss_plot": summary.get("plot"),
               "buffer": str(store.path), "wall_s": round(time.time() - t0, 1)}
