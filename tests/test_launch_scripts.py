@@ -9,6 +9,7 @@ step on the tiny model, submitted to the test process's private Ray head (``ray_
 from __future__ import annotations
 
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -41,9 +42,11 @@ def _one_step(ray_head, data: Path, tmp_path: Path, batch: int = 2) -> subproces
 
 def test_binary_rl_script_one_offline_step(tiny_server, ray_head, tmp_path):
     """Three sessions, one per API (chat completions, the Responses API, the Anthropic Messages
-    API), recorded alike and trained in one step (a batch of six: every judged turn of the three)."""
+    API), recorded alike and trained in one step (a batch of six: every judged turn of the three).
+    The session ids are this test's own: the server is shared, and other tests record ``s1``..."""
     port, dash = ray_head
-    sessions = ("s1", "s2", "s3")
+    tag = uuid.uuid4().hex[:8]
+    sessions = tuple(f"{api}-{tag}" for api in ("chat", "responses", "messages"))
     data = record_sessions(tiny_server, tmp_path / "sessions.jsonl", sessions=sessions,
                            apis=("chat", "responses", "messages"))
     r = _one_step(ray_head, data, tmp_path, batch=6)
