@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +13,7 @@ import pytest
 os.environ.setdefault("OPENCLAW_GRAMMAR_WARMUP", "0")
 
 from tests.support.server import running_server
+from tests.support.tool_model import EXEC_WORKDIR
 
 
 @pytest.fixture(scope="session")
@@ -86,3 +89,16 @@ def pytest_configure(config):
         if ray_cli.exists():
             subprocess.run([str(ray_cli), "get-auth-token", "--generate"], check=False, capture_output=True,
                            env={**os.environ, "RAY_AUTH_MODE": "token"})
+
+
+@pytest.fixture
+def work():
+    """The OpenClaw agent tests' fixed work dir (``EXEC_WORKDIR`` with ``workspace/hello.txt``):
+    OpenClaw writes its paths into the prompt, and the tiny tool model was trained on prompts with
+    exactly these paths. Removed afterwards."""
+    path = Path(EXEC_WORKDIR)
+    shutil.rmtree(path, ignore_errors=True)
+    (path / "workspace").mkdir(parents=True)
+    (path / "workspace" / "hello.txt").write_text("secret-value-42\n")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

@@ -16,6 +16,7 @@ import anthropic
 import httpx
 
 from openclaw_rl.capture.store import TrajectoryStore
+from tests.support.sessions import turns_by_completion_id
 
 CITIES = ["Paris", "Oslo"]
 TOOLS = [{"name": "get_weather", "description": "The weather in a city.",
@@ -27,15 +28,6 @@ FORCED = {"type": "tool", "name": "get_weather"}
 def _client(server, key: str = "sk-test") -> anthropic.Anthropic:
     return anthropic.Anthropic(base_url=server.base_url.removesuffix("/v1"), api_key=key, max_retries=0,
                                timeout=300)
-
-
-def _turns(server, ids: list[str]) -> list:
-    store = TrajectoryStore(server.buffer_dir)
-    try:
-        by_id = {t.completion_id: t for t in store.turns() if t.completion_id in ids}
-    finally:
-        store.close()
-    return [by_id[i] for i in ids]
 
 
 def _only_tool_use(message) -> object:
@@ -79,7 +71,7 @@ def test_a_messages_conversation_with_a_tool_is_one_recorded_session(tiny_server
     assert [b.type for b in third.content] == ["text"] and third.content[0].text == streamed
     assert third.stop_reason in ("max_tokens", "end_turn")
 
-    t1, t2, t3 = _turns(tiny_server, [first.id, second.id, third.id])
+    t1, t2, t3 = turns_by_completion_id(tiny_server, [first.id, second.id, third.id])
     assert t1.session_id == t2.session_id == t3.session_id
     assert [t.turn_type for t in (t1, t2, t3)] == ["main", "main", "main"]
     assert t1.messages[0] == {"role": "system", "content": system}

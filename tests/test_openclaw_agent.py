@@ -9,28 +9,13 @@ call goes out as SSE, OpenClaw executes ``read`` on the workspace file and sends
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
 
 import pytest
 
 from openclaw_rl.capture.store import TrajectoryStore
 from tests.openclaw_agent.harness import run_openclaw_exec
-from tests.support.tool_model import EXEC_WORKDIR
 
 pytestmark = pytest.mark.openclaw
-
-
-@pytest.fixture
-def work():
-    """A fixed work dir: OpenClaw writes its paths into the prompt, and the tiny tool model was
-    trained on prompts with exactly these paths."""
-    path = Path(EXEC_WORKDIR)
-    shutil.rmtree(path, ignore_errors=True)
-    (path / "workspace").mkdir(parents=True)
-    (path / "workspace" / "hello.txt").write_text("secret-value-42\n")
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def test_openclaw_plain_turn(tool_server, work):

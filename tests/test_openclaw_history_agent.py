@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -33,7 +31,6 @@ from openclaw_rl.capture.text_turns import end_of_turn_id, tokenize_turn
 from openclaw_rl.capture.turn_rules import TurnRules
 from openclaw_rl.models import load_tokenizer
 from tests.openclaw_agent.harness import run_openclaw_local
-from tests.support.tool_model import EXEC_WORKDIR
 
 pytestmark = [pytest.mark.openclaw, pytest.mark.slow]
 
@@ -61,17 +58,6 @@ def _last_user(messages: list[dict]) -> str:
 
 def _calls(turn) -> list:
     return [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in turn.tool_calls or []]
-
-
-@pytest.fixture
-def work():
-    """The agent test's fixed work dir: the tiny tool model was trained on prompts naming it."""
-    path = Path(EXEC_WORKDIR)
-    shutil.rmtree(path, ignore_errors=True)
-    (path / "workspace").mkdir(parents=True)
-    (path / "workspace" / "hello.txt").write_text("secret-value-42\n")
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def test_imported_history_matches_live_capture(tool_server, tool_model, work, tmp_path):

@@ -18,6 +18,7 @@ import openai
 import pytest
 
 from openclaw_rl.capture.store import TrajectoryStore
+from tests.support.sessions import turns_by_completion_id
 
 CITIES = ["Paris", "Oslo"]
 TOOLS = [{"type": "function", "name": "get_weather", "description": "The weather in a city.",
@@ -28,15 +29,6 @@ FORCED = {"type": "function", "name": "get_weather"}
 
 def _client(server) -> openai.OpenAI:
     return openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0, timeout=300)
-
-
-def _turns(server, ids: list[str]) -> list:
-    store = TrajectoryStore(server.buffer_dir)
-    try:
-        by_id = {t.completion_id: t for t in store.turns() if t.completion_id in ids}
-    finally:
-        store.close()
-    return [by_id[i] for i in ids]
 
 
 def _only_call(response) -> object:
@@ -80,7 +72,7 @@ def test_a_responses_conversation_with_tools_is_one_recorded_session(tiny_server
     deltas = "".join(e.delta for e in events if e.type == "response.output_text.delta")
     assert final.output_text == deltas and [i.type for i in final.output] == ["message"]
 
-    t1, t2, t3 = _turns(tiny_server, [first.id, second.id, final.id])
+    t1, t2, t3 = turns_by_completion_id(tiny_server, [first.id, second.id, final.id])
     assert t1.session_id == t2.session_id == t3.session_id
     assert [t.turn_type for t in (t1, t2, t3)] == ["main", "main", "main"]
     assert t1.messages[0] == {"role": "system", "content": instructions}

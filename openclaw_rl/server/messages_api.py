@@ -286,10 +286,7 @@ class MessageRenderer:
         """The stream events of one chat event (the ``finish`` event ends the message)."""
         if event.kind == "finish":
             self.finish = event
-            blocks = self.blocks.finish()
-        else:
-            blocks = self.blocks.push(event)
-        out = [e for b in blocks for e in self._block(b)]
+        out = [e for b in self.blocks.feed(event) for e in self._block(b)]
         if event.kind == "finish":
             usage = event.usage or {}
             out += [RawMessageDeltaEvent(type="message_delta",

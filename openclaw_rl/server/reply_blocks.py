@@ -104,6 +104,10 @@ class BlockSequencer:
                              BlockEvent("stop", index, "tool_call", event.tool_call.arguments, event.tool_call)]
         return []
 
+    def feed(self, event: ChatEvent) -> list[BlockEvent]:
+        """Take any chat event: :meth:`finish` for the ``finish`` event, :meth:`push` otherwise."""
+        return self.finish() if event.kind == "finish" else self.push(event)
+
     def finish(self) -> list[BlockEvent]:
         """Close the open block; give an empty reply its one text block."""
         events = self._close()

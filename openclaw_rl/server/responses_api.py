@@ -362,10 +362,7 @@ class ResponseRenderer:
         """The stream events of one chat event (the ``finish`` event ends the response)."""
         if event.kind == "finish":
             self.finish = event
-            blocks = self.blocks.finish()
-        else:
-            blocks = self.blocks.push(event)
-        out = [e for b in blocks for e in self._block(b)]
+        out = [e for b in self.blocks.feed(event) for e in self._block(b)]
         if event.kind == "finish":
             done = event.finish_reason != "length"
             response = self.response("completed" if done else "incomplete")

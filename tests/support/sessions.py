@@ -9,6 +9,8 @@ from pathlib import Path
 
 import httpx
 
+from openclaw_rl.capture.store import TrajectoryStore
+
 
 def _chat_turn(server, sid: str, history: list[dict]) -> dict:
     """One chat completions turn; returns the assistant message."""
@@ -62,3 +64,14 @@ def record_sessions(server, out: Path, sessions=("s1", "s2", "s3"), turns: int =
     lines = [line for line in out.read_text().splitlines() if json.loads(line)["session_id"] in sessions]
     out.write_text("".join(line + "\n" for line in lines))
     return out
+
+
+def turns_by_completion_id(server, ids: list[str]) -> list:
+    """The turns ``server`` recorded for the response ids ``ids`` (``chatcmpl-``, ``resp_``,
+    ``msg_``), in that order. Raises ``KeyError`` for an id with no recorded turn."""
+    store = TrajectoryStore(server.buffer_dir)
+    try:
+        by_id = {t.completion_id: t for t in store.turns() if t.completion_id in ids}
+    finally:
+        store.close()
+    return [by_id[i] for i in ids]
