@@ -111,11 +111,12 @@ def test_every_main_turn_of_the_simulated_user_gets_its_reaction_as_next_state(t
 
 def test_main_job_flags_and_trainer_command_line():
     a = parse_main_args([])
-    assert (a.method, a.preference, a.steps, a.batch_size, a.held_out, a.lr) == \
-        ("combine", DEFAULT_PREFERENCE, 12, 8, 40, 2e-3)
+    assert (a.method, a.preference, a.steps, a.batch_size, a.held_out, a.lr, a.kl_coef) == \
+        ("combine", DEFAULT_PREFERENCE, 12, 8, 40, 2e-3, 0.02)
     argv = trainer_argv(a, "http://127.0.0.1:1", Path("/tmp/x"))
     assert argv[argv.index("--advantage-estimator") + 1] == "combine"
     assert argv[argv.index("--truncated-replies") + 1] == "train"
+    assert argv[argv.index("--kl-loss-coef") + 1] == "0.02"
     from slime.run_args import parse_run_args
     cfg = parse_run_args(argv)
     assert (cfg.num_rollout, cfg.rollout_batch_size, cfg.truncated_replies) == (12, 8, "train")

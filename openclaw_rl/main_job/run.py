@@ -41,9 +41,10 @@ def parse_main_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--eval-max-tokens", type=int, default=32, help="reply budget of held-out questions")
     p.add_argument("--lr", type=float, default=2e-3, help="LoRA learning rate")
     p.add_argument("--lora-rank", type=int, default=8)
-    p.add_argument("--kl-coef", type=float, default=0.1,
+    p.add_argument("--kl-coef", type=float, default=0.02,
                    help="KL penalty to the base policy (low_var_kl; 0 turns it off): keeps the policy from "
-                        "drifting into what only the reward likes")
+                        "drifting into what only the reward likes (0.1 pulled learned runs back to the base: "
+                        "docs/learning.md)")
     p.add_argument("--promotion-gate", choices=("enforce", "log", "off"), default="enforce",
                    help="check each new weight version before it is served (slime/promotion.py)")
     p.add_argument("--on-gate-failure", choices=("continue", "pause"), default="continue",
