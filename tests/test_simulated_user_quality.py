@@ -5,7 +5,7 @@ the same replies."""
 import pytest
 
 from openclaw_rl.judges.lexical import lexical_verdict
-from openclaw_rl.main_job.quality import quality_summary, reply_quality
+from openclaw_rl.main_job.quality import on_topic, quality_summary, reply_quality
 from openclaw_rl.preferences import PREFERENCES
 
 ALEX = PREFERENCES["name-alex"]
@@ -44,3 +44,14 @@ def test_quality_metrics_count_over_application_and_diversity():
     assert q["any_problem"]["rate"] == pytest.approx(2 / 3)
     assert 0 < q["distinct_pairs"]["mean"] < 1
     assert q["term_share"] == pytest.approx(4 / 14)  # 4 of 4 + 6 + 4 words
+
+
+def test_on_topic_needs_a_word_of_the_question_besides_the_name():
+    question = "My name is Alex; please address me by name. Watson works a 10-hour shift; how many hours in April?"
+    assert on_topic("Alex, Watson works 10 hours a day, so in April he works 220 hours.", question, ("Alex",))
+    assert not on_topic("Alex, how enjoyable to meet you! A friendly reminder.", question, ("Alex",))
+    assert not on_topic("Alex, Alex.", question, ("Alex",))  # the name alone is not the topic
+    replies = {"q1": "Alex, Watson's shift is 10 hours.", "q2": "Alex, so I'm breaking some jokes."}
+    q = quality_summary(replies, ("Alex",), {"q1": question, "q2": question})
+    assert q["on_topic"]["rate"] == pytest.approx(0.5)
+    assert "on_topic" not in quality_summary(replies, ("Alex",))

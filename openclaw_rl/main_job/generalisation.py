@@ -118,7 +118,7 @@ def check(model: str, preference: Preference, *, base_model: str | None = None, 
         base = ep.base_url.rsplit("/v1", 1)[0]
         for name, pref in conditions(preference).items():
             m = measure(base, ep.api_key, list(questions), pref, max_tokens, seed=seed, model=target.label)
-            out[name] = {"rate": m["rate"], "ci95": m["ci95"], "quality": quality_summary(m["replies"], terms),
+            out[name] = {"rate": m["rate"], "ci95": m["ci95"], "quality": quality_summary(m["replies"], terms, {q.id: q.text for q in questions}),
                          "replies": m["replies"]}
     return out
 

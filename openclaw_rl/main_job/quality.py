@@ -1,8 +1,9 @@
 """Quality next to satisfaction: what a person would notice that the preference rule does not.
 
 Per held-out reply (:func:`reply_quality`): the preference's words said three or more times
-(over-application), distinct word pairs (distinct-2), length in words and the
-:mod:`slime.behaviour` problems. Per measurement (:func:`quality_summary`) the rates and means
+(over-application), distinct word pairs (distinct-2), length in words, the
+:mod:`slime.behaviour` problems and whether it is on topic (shares a content word with its question,
+the preference's words aside: a reply that turns to small talk shares none). Per measurement (:func:`quality_summary`) the rates and means
 with 95% intervals (Wilson for rates, Student's t for means). General ability
 (:func:`reference_nll`): the per-token NLL of MT-bench's reference answers under the base model
 and under the trained checkpoint, paired per answer.
@@ -14,34 +15,51 @@ import re
 from pathlib import Path
 
 from openclaw_rl.evaluation.stats import mean_interval, wilson_interval
-from slime.behaviour import behaviour_problems, distinct_pairs, words
+from slime.behaviour import behaviour_problems, content_words, distinct_pairs, words
 
-__all__ = ["OVER_APPLIED_USES", "quality_summary", "reference_nll", "reply_quality"]
+__all__ = ["OVER_APPLIED_USES", "on_topic", "quality_summary", "reference_nll", "reply_quality"]
 
 #: the preference's words this often in one reply count as over-applied (the issue's measure)
 OVER_APPLIED_USES = 3
 
 
-def reply_quality(reply: str, terms: tuple[str, ...]) -> dict:
-    """``{"term_uses", "over_applied", "distinct_pairs", "words", "problems"}`` of one reply.
+def on_topic(reply: str, question: str, terms: tuple[str, ...] = ()) -> bool:
+    """True when ``reply`` shares a content word (:func:`slime.behaviour.content_words`: no stop
+    words, ``'s`` stripped, case-insensitive) with ``question``, ``terms`` (the preference's words,
+    which the question states) aside."""
+    skip = {t.lower() for t in terms}
+    return bool((set(content_words(question)) - skip) & set(content_words(reply)))
+
+
+def reply_quality(reply: str, terms: tuple[str, ...], question: str | None = None) -> dict:
+    """``{"term_uses", "over_applied", "distinct_pairs", "words", "problems"}`` of one reply, and
+    ``"on_topic"`` (:func:`on_topic`) when ``question`` is given.
 
     ``term_uses`` counts the preference's words (case-insensitive, whole words, ``Alex's`` counts).
     """
     uses = sum(len(re.findall(rf"\b{re.escape(t)}\b", reply, flags=re.I)) for t in terms)
-    return {"term_uses": uses, "over_applied": bool(terms) and uses >= OVER_APPLIED_USES,
-            "distinct_pairs": distinct_pairs(reply), "words": len(words(reply)),
-            "problems": [p.value for p in behaviour_problems(reply, terms)]}
+    row = {"term_uses": uses, "over_applied": bool(terms) and uses >= OVER_APPLIED_USES,
+           "distinct_pairs": distinct_pairs(reply), "words": len(words(reply)),
+           "problems": [p.value for p in behaviour_problems(reply, terms)]}
+    if question is not None:
+        row["on_topic"] = on_topic(reply, question, terms)
+    return row
 
 
-def quality_summary(replies: dict[str, str], terms: tuple[str, ...]) -> dict:
+def quality_summary(replies: dict[str, str], terms: tuple[str, ...], questions: dict[str, str] | None = None) -> dict:
     """Rates and means over one measurement's replies.
+
+    Args:
+        replies: question id -> reply. terms: the preference's words.
+        questions: question id -> question text; when given, the on-topic rate is added.
 
     Returns:
         ``{"over_application": {"rate", "ci95"}, "any_problem": {"rate", "ci95"},
         "distinct_pairs": {"mean", "ci95"}, "words": {"mean", "ci95"}, "term_share": share of all
-        words that are the preference's words, "n"}``.
+        words that are the preference's words, "n"}``, and ``"on_topic": {"rate", "ci95"}`` with
+        ``questions``.
     """
-    rows = [reply_quality(r, terms) for r in replies.values()]
+    rows = [reply_quality(r, terms, None if questions is None else questions[k]) for k, r in replies.items()]
     n = len(rows)
 
     def rate(key):
@@ -53,9 +71,12 @@ def quality_summary(replies: dict[str, str], terms: tuple[str, ...]) -> dict:
         return {"mean": m, "ci95": [lo, hi]}
 
     total_words = sum(r["words"] for r in rows)
-    return {"n": n, "over_application": rate("over_applied"), "any_problem": rate("problems"),
-            "distinct_pairs": mean("distinct_pairs"), "words": mean("words"),
-            "term_share": sum(r["term_uses"] for r in rows) / max(1, total_words)}
+    out = {"n": n, "over_application": rate("over_applied"), "any_problem": rate("problems"),
+           "distinct_pairs": mean("distinct_pairs"), "words": mean("words"),
+           "term_share": sum(r["term_uses"] for r in rows) / max(1, total_words)}
+    if questions is not None:
+        out["on_topic"] = rate("on_topic")
+    return out
 
 
 def reference_nll(base_model: str, checkpoint: str | Path | None, limit: int = 16) -> dict:

@@ -97,6 +97,8 @@ def report_lines(result: dict) -> list[str]:
              f"{q['after']['over_application']['rate']:.3f}; distinct word pairs "
              f"{q['before']['distinct_pairs']['mean']:.3f} -> {q['after']['distinct_pairs']['mean']:.3f}; words per "
              f"reply {q['before']['words']['mean']:.1f} -> {q['after']['words']['mean']:.1f}"
+             + (f"; on topic {q['before']['on_topic']['rate']:.3f} -> {q['after']['on_topic']['rate']:.3f}"
+                if "on_topic" in q["after"] else "")
              + (f"; reference NLL {nll['rise']:+.1%}" if nll.get("rise") is not None else "")]
     versions = result.get("gate_versions") or []
     if versions:
@@ -184,8 +186,10 @@ def main(argv: list[str] | None = None) -> int:
         say(f"[main job] after: satisfaction {after['rate']:.3f}; re-serving the checkpoint...")
     reserved = _reserve(a, out, test_q, pref)
     terms = pref.over_terms or pref.hint_terms
-    quality = {"before": quality_summary(before["replies"], terms), "after": quality_summary(after["replies"], terms),
-               "reserved": None if reserved is None else quality_summary(reserved["replies"], terms)}
+    texts = {q.id: q.text for q in test_q}
+    quality = {"before": quality_summary(before["replies"], terms, texts),
+               "after": quality_summary(after["replies"], terms, texts),
+               "reserved": None if reserved is None else quality_summary(reserved["replies"], terms, texts)}
     ckpt = out / "ckpt" / "checkpoint-latest"
     nll = reference_nll(a.model_path, ckpt if ckpt.exists() else None)
     store = TrajectoryStore(out / "rl_buffer")
