@@ -130,19 +130,18 @@ def test_litellm_completion_against_the_server(tiny_server):
 
 def test_openai_agents_sdk_tool_and_output_type(tiny_server):
     """The OpenAI Agents SDK on its default (Responses) path: the agent calls its function tool
-    (forced on the first turn; the SDK then resets ``tool_choice``) and ends with its output type;
-    the run is one recorded session."""
+    (forced on the first turn), then, with the tool disabled once used (``is_enabled``), answers
+    with its output type (the grammar leaves the model no other way); the run is one recorded
+    session of two main turns."""
     from agents import (Agent, ModelSettings, OpenAIResponsesModel, RunConfig, Runner, function_tool,
                         set_tracing_disabled)
     from openai import AsyncOpenAI
 
     set_tracing_disabled(True)  # traces would go to OpenAI's servers
-    # fixed instructions and seed: the random model then answers with the output type on the
-    # second turn (other seeds call the tool again until max_turns)
-    instructions = _marked("x")
+    instructions = _marked(uuid.uuid4().hex)
     seen: list[str] = []
 
-    @function_tool
+    @function_tool(is_enabled=lambda ctx, agent: not seen)  # once used, the agent must answer
     def get_weather(city: Literal["Paris", "Oslo"]) -> str:
         """The weather in a city.
 
@@ -155,11 +154,12 @@ def test_openai_agents_sdk_tool_and_output_type(tiny_server):
     client = AsyncOpenAI(base_url=tiny_server.base_url, api_key="sk-test", max_retries=0, timeout=300)
     agent = Agent(name="weather", instructions=instructions, tools=[get_weather], output_type=Weather,
                   model=OpenAIResponsesModel(model="m", openai_client=client),
-                  model_settings=ModelSettings(tool_choice="get_weather", max_tokens=40, extra_body={"seed": 3}))
+                  model_settings=ModelSettings(tool_choice="get_weather", max_tokens=40))
     result = asyncio.run(Runner.run(agent, "What is the weather in Paris?", max_turns=3,
                                     run_config=RunConfig(tracing_disabled=True)))
-    assert isinstance(result.final_output, Weather) and seen and seen[0] in CITIES
-    turns = _session_turns(tiny_server, instructions, len(result.raw_responses))
+    assert isinstance(result.final_output, Weather) and len(seen) == 1 and seen[0] in CITIES
+    assert len(result.raw_responses) == 2
+    turns = _session_turns(tiny_server, instructions, 2)
     assert [t.completion_id for t in turns] == [r.response_id for r in result.raw_responses]
     assert turns[0].finish_reason == "tool_calls" and turns[0].next_state_role == "tool"
     assert turns[-1].constrained and Weather.model_validate_json(turns[-1].response_text) == result.final_output
