@@ -84,10 +84,15 @@ class OutputParser:
         parse_tools: recognise ``<tool_call>`` blocks (False when the request has no tools or
             ``tool_choice`` is ``"none"``: the text is then plain content).
         parse_reasoning: recognise a leading ``<think>`` block.
+        constrained: the reply was sampled under a grammar (forced ``tool_choice`` or
+            ``response_format``), where ``<tool_call>`` can only open a call: a block cut before
+            it is complete is dropped, never returned as content (its markup would otherwise
+            reach the user as the answer).
     """
 
-    def __init__(self, parse_tools: bool = True, parse_reasoning: bool = True):
+    def __init__(self, parse_tools: bool = True, parse_reasoning: bool = True, constrained: bool = False):
         self.parse_tools = parse_tools
+        self.constrained = constrained
         self.parse_reasoning = parse_reasoning
         self._buf = ""
         self._state = "start" if parse_reasoning else "content"
@@ -158,7 +163,8 @@ class OutputParser:
             ended_by_model: the model ended its reply itself (it sampled an end-of-turn token).
                 Only then does a ``<tool_call>`` block without ``</tool_call>`` whose body is a
                 complete call count as a call; a reply cut off by ``max_tokens`` or a stop
-                sequence never returns an unfinished call as a call (its text stays content).
+                sequence never returns an unfinished call as a call (its text stays content,
+                unless the reply is ``constrained``: then it is dropped).
         """
         out: list[Delta] = []
         if self._state in ("start", "content"):
@@ -169,7 +175,7 @@ class OutputParser:
             self._close_tool(out, self._buf, raw_close="")
             self._content(out, "", final=True)
         elif self._state == "tool":
-            self._content(out, TOOL_OPEN + self._buf, final=True)
+            self._content(out, "" if self.constrained else TOOL_OPEN + self._buf, final=True)
         self._buf = ""
         return out
 
@@ -209,13 +215,14 @@ class OutputParser:
         out.append(Delta("tool_call", tool_call=call))
 
 
-def parse_reply(text: str, parse_tools: bool, ended_by_model: bool) -> OutputParser:
-    """Parse a whole reply at once (same result as feeding it in any chunking, then finishing).
+def parse_reply(text: str, parse_tools: bool, ended_by_model: bool, constrained: bool = False) -> OutputParser:
+    """Parse a whole reply at once (same result as feeding it in any chunking, then finishing);
+    ``constrained`` as in :class:`OutputParser`.
 
     Returns:
         The finished parser: ``content``, ``reasoning`` and ``tool_calls`` (call ids are new).
     """
-    parser = OutputParser(parse_tools=parse_tools, parse_reasoning=True)
+    parser = OutputParser(parse_tools=parse_tools, parse_reasoning=True, constrained=constrained)
     parser.feed(text)
     parser.finish(ended_by_model=ended_by_model)
     return parser

@@ -111,3 +111,28 @@ def test_responses_bad_input_is_a_400_that_names_the_problem(tiny_server):
     assert r.status_code == 404 and "POST /v1/responses" in r.json()["error"]["message"]
     assert len(store.turns()) == before
     store.close()
+
+
+def test_a_kept_response_is_retrieved_as_it_ended(tiny_server):
+    """``client.responses.retrieve`` gets a stored response (non-streamed or streamed) back as the
+    client got it at its end; an id never kept, or a response sent with ``store: false``, is a 404
+    ``response_not_found`` in OpenAI's shape."""
+    client = _client(tiny_server)
+    done = client.responses.create(model="m", input="What is the weather in Paris?", tools=TOOLS,
+                                   tool_choice=FORCED, max_output_tokens=40, extra_body={"seed": 4})
+    got = client.responses.retrieve(done.id)
+    assert got.model_dump() == done.model_dump() and got.status == "completed"
+    assert _only_call(got).call_id == _only_call(done).call_id
+    events = list(client.responses.create(model="m", input="Say hi.", max_output_tokens=4, stream=True,
+                                          extra_body={"seed": 5}))
+    streamed = events[-1].response
+    got = client.responses.retrieve(streamed.id)
+    assert got.model_dump() == streamed.model_dump()
+    assert got.output_text == streamed.output_text
+    unkept = client.responses.create(model="m", input="Say hi.", max_output_tokens=2, store=False,
+                                     extra_body={"seed": 6})
+    for missing in ("resp_never_seen", unkept.id):
+        with pytest.raises(openai.NotFoundError) as err:
+            client.responses.retrieve(missing)
+        assert err.value.code == "response_not_found" and missing in err.value.body["message"]
+        assert err.value.body["type"] == "invalid_request_error"  # as OpenAI answers an unknown id

@@ -209,7 +209,8 @@ class ChatService:
         sampled = GenerationOutput(prompt_ids=prompt.ids)
         reply = ReplyAssembler(self.tokenizer, self.token_bytes, self._stop_ids, out,
                                parse_tools=prompt.tools is not None, stops=req.stop_sequences(),
-                               logprobs=want_lp, top_logprobs=req.top_logprobs or 0)
+                               logprobs=want_lp, top_logprobs=req.top_logprobs or 0,
+                               constrained=grammar is not None)
         if prompt.multimodal is not None:
             stream = self.engine.generate_stream(prompt.ids, params, sampled, multimodal=prompt.multimodal)
         else:

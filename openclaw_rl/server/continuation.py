@@ -80,7 +80,8 @@ def reply_as_returned(turn: TurnRecord, stop_ids: Iterable[int]) -> tuple[str, s
     """
     stop_ids = set(stop_ids)
     ended = bool(turn.response_ids) and turn.response_ids[-1] in stop_ids
-    parser = parse_reply(turn.response_text, parse_tools=turn.tools is not None, ended_by_model=ended)
+    parser = parse_reply(turn.response_text, parse_tools=turn.tools is not None, ended_by_model=ended,
+                         constrained=bool(turn.constrained))
     return parser.content, parser.reasoning, [(c.name, c.arguments) for c in parser.tool_calls]
 
 

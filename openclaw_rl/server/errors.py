@@ -33,7 +33,8 @@ def error_body(message: str, type_: str = "invalid_request_error", param: str | 
 
 
 #: the endpoints this server serves (named by the 404 of an unknown path)
-ENDPOINTS = ("POST /v1/chat/completions", "POST /v1/responses", "POST /v1/messages", "GET /v1/models")
+ENDPOINTS = ("POST /v1/chat/completions", "POST /v1/responses", "GET /v1/responses/{id}", "POST /v1/messages",
+             "GET /v1/models")
 #: paths whose errors take Anthropic's shape
 ANTHROPIC_PATHS = ("/v1/messages",)
 #: Anthropic's error type per HTTP status (https://docs.anthropic.com/en/api/errors)

@@ -8,7 +8,8 @@ Finish reasons follow OpenAI: ``length`` whenever the token budget (``max_tokens
 window) ended the reply, even after complete tool calls; ``tool_calls`` when the model ended a
 reply that holds calls; ``stop`` otherwise. A ``<tool_call>`` block that the model did not close
 itself (cut by ``max_tokens`` or a stop sequence) is never returned as a call: its text stays
-content. Logprob entries carry each token's own bytes (:mod:`openclaw_rl.server.token_bytes`).
+content (unless the reply was sampled under a grammar, where it can only have been a call: then
+it is dropped, see :class:`~openclaw_rl.tool_parser.OutputParser`). Logprob entries carry each token's own bytes (:mod:`openclaw_rl.server.token_bytes`).
 """
 
 from __future__ import annotations
@@ -60,12 +61,14 @@ class ReplyAssembler:
         parse_tools: recognise ``<tool_call>`` blocks.
         stops: stop sequences (the reply ends before the first one).
         logprobs: attach logprob entries; ``top_logprobs`` alternatives per entry.
+        constrained: the reply is sampled under a grammar (an unfinished call is dropped, not content).
     """
 
     def __init__(self, tokenizer, token_bytes: TokenBytes, stop_ids, out: GenerationOutput,
-                 parse_tools: bool, stops: list[str], logprobs: bool = False, top_logprobs: int = 0):
+                 parse_tools: bool, stops: list[str], logprobs: bool = False, top_logprobs: int = 0,
+                 constrained: bool = False):
         self.token_bytes, self.stop_ids, self.out = token_bytes, frozenset(stop_ids), out
-        self.parser = OutputParser(parse_tools=parse_tools, parse_reasoning=True)
+        self.parser = OutputParser(parse_tools=parse_tools, parse_reasoning=True, constrained=constrained)
         self.decoder = IncrementalDecoder(tokenizer)
         self.stops, self.want_lp, self.top = stops, logprobs, top_logprobs
         self.hold = max((len(s) for s in stops), default=1) - 1

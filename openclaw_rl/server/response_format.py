@@ -7,7 +7,8 @@ layout, ended by the model's stop token as soon as the value is complete, so it 
 (unless ``max_tokens`` cuts it: finish reason ``length``). ``{"type": "json_object"}`` is any JSON
 object. ``strict`` changes nothing: the schema is always enforced. With ``tools`` and
 ``tool_choice`` ``auto`` (or none given) the reply is either that JSON or tool calls (an agent with
-an output type still calls its tools); a forced ``tool_choice`` wins over ``response_format``.
+an output type still calls its tools: one call, or several with ``parallel_tool_calls: true``, as
+for a forced call); a forced ``tool_choice`` wins over ``response_format``.
 
 A schema llguidance cannot compile is a 400 naming the reason, as is an engine without
 constrained decoding. Streaming changes nothing (the same grammar constrains every token).
@@ -20,7 +21,8 @@ from __future__ import annotations
 from openclaw_rl.engine.grammar import grammar_error
 from openclaw_rl.server.errors import APIError
 from openclaw_rl.server.protocol import ChatCompletionRequest
-from openclaw_rl.server.tool_choice import first_lines, json_rule, tool_call_rules, tool_choice_grammar
+from openclaw_rl.server.tool_choice import (first_lines, json_rule, several_calls, tool_call_rules,
+                                            tool_choice_grammar)
 
 
 def response_format_grammar(req: ChatCompletionRequest, tokenizer) -> str | None:
@@ -33,7 +35,7 @@ def response_format_grammar(req: ChatCompletionRequest, tokenizer) -> str | None
     rules = [json_rule("answer", schema)]
     if req.tools and req.tool_choice in (None, "auto"):
         functions = [t.function.model_dump(exclude_none=True) for t in req.tools]
-        calls = tool_call_rules(tokenizer, functions, multiple=req.parallel_tool_calls is not False)
+        calls = tool_call_rules(tokenizer, functions, multiple=several_calls(req))
         return "\n".join(["start: answer | calls", *rules, *calls])
     return "\n".join(["start: answer", *rules])
 

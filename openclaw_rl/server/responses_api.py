@@ -21,6 +21,10 @@ computer use, MCP, item references) are a 400 naming the type.
 (``store`` not false) in memory, the newest :data:`KEPT_RESPONSES` of them; a request naming one
 continues it (its ``instructions`` are not carried over, as the API says). An id the server does
 not keep (never seen, evicted, or lost with a restart) is a 400 ``previous_response_not_found``.
+
+``GET /v1/responses/{id}`` returns a kept response as it ended (the SDK's
+``client.responses.retrieve``); an id the server does not keep is a 404 ``response_not_found``
+in OpenAI's error shape.
 """
 
 from __future__ import annotations
@@ -261,8 +265,9 @@ def chat_request(req: ResponsesRequest, history: list[dict]) -> tuple[ChatComple
 class KeptResponses:
     """The conversations of stored responses, for ``previous_response_id`` (thread-safe).
 
-    Each response keeps only what it added (its own input messages and its reply) and the id
-    of the response it continued; :meth:`history` walks the chain back.
+    Each response keeps only what it added (its own input messages and its reply), the id of
+    the response it continued and its final ``response`` object; :meth:`history` walks the chain
+    back, :meth:`response` gives the object.
 
     Args:
         capacity: how many responses are kept (least recently used go first).
@@ -270,15 +275,31 @@ class KeptResponses:
 
     def __init__(self, capacity: int = KEPT_RESPONSES):
         self.capacity = capacity
-        self._kept: OrderedDict[str, tuple[str | None, list[dict]]] = OrderedDict()
+        self._kept: OrderedDict[str, tuple[str | None, list[dict], dict]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def put(self, response_id: str, previous_id: str | None, messages: list[dict]) -> None:
-        """Keep ``messages`` (this response's input messages and its reply) under ``response_id``."""
+    def put(self, response_id: str, previous_id: str | None, messages: list[dict], response: dict) -> None:
+        """Keep ``messages`` (this response's input messages and its reply) and ``response`` (the
+        final ``response`` object, JSON) under ``response_id``."""
         with self._lock:
-            self._kept[response_id] = (previous_id, messages)
+            self._kept[response_id] = (previous_id, messages, response)
             while len(self._kept) > self.capacity:
                 self._kept.popitem(last=False)
+
+    def response(self, response_id: str) -> dict:
+        """The final ``response`` object kept under ``response_id``.
+
+        Raises:
+            APIError: 404 ``response_not_found`` when it is not kept (never stored here, stored
+                with ``store: false``, evicted, or lost with a restart).
+        """
+        with self._lock:
+            kept = self._kept.get(response_id)
+        if kept is None:
+            raise APIError(404, f"response {response_id!r} is not kept by this server (never stored here, "
+                                "sent with store false, evicted, or lost with a restart)",
+                           param="response_id", code="response_not_found")
+        return kept[2]
 
     def history(self, response_id: str) -> list[dict]:
         """The whole conversation up to and including ``response_id``'s reply.
@@ -295,7 +316,7 @@ class KeptResponses:
                                         "as input instead", param="previous_response_id",
                                    code="previous_response_not_found")
                 self._kept.move_to_end(rid)
-                rid, messages = self._kept[rid]
+                rid, messages, _ = self._kept[rid]
                 parts.append(messages)
         return [m for messages in reversed(parts) for m in messages]
 
@@ -444,7 +465,7 @@ def _sse(event: BaseModel) -> str:
 
 
 def install_responses_route(app: FastAPI, service, check_key, kept: KeptResponses | None = None) -> KeptResponses:
-    """Add ``POST /v1/responses`` to ``app``.
+    """Add ``POST /v1/responses`` and ``GET /v1/responses/{response_id}`` to ``app``.
 
     Args:
         app: the server's FastAPI app.
@@ -467,16 +488,18 @@ def install_responses_route(app: FastAPI, service, check_key, kept: KeptResponse
         renderer = ResponseRenderer(f"resp_{uuid.uuid4().hex}", req, service.model_name)
         events = service.run(chat, headers, completion_id=renderer.id)
 
-        def keep() -> None:
+        def keep() -> dict:
+            """The final ``response`` object (JSON), kept unless the request says ``store: false``."""
+            final = _dump(renderer.response("incomplete" if renderer.finish.finish_reason == "length"
+                                            else "completed"))
             if req.store is not False:
-                kept.put(renderer.id, req.previous_response_id, own + [renderer.reply_message()])
+                kept.put(renderer.id, req.previous_response_id, own + [renderer.reply_message()], final)
+            return final
 
         if not req.stream:
             async for event in until_disconnect(events, request):
                 renderer.push(event)
-            keep()
-            return JSONResponse(_dump(renderer.response(
-                "incomplete" if renderer.finish.finish_reason == "length" else "completed")))
+            return JSONResponse(keep())
         first = await events.__anext__()  # request errors are a JSON 4xx before the stream starts
 
         async def stream():
@@ -495,5 +518,10 @@ def install_responses_route(app: FastAPI, service, check_key, kept: KeptResponse
 
         return StreamingResponse(stream(), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+    @app.get("/v1/responses/{response_id}", dependencies=[Depends(check_key)])
+    async def retrieve_response(response_id: str):
+        """A kept response as it ended; 404 ``response_not_found`` otherwise."""
+        return JSONResponse(kept.response(response_id))
 
     return kept

@@ -7,9 +7,16 @@ built-in chat templates (Hermes / Qwen)::
 
     <tool_call>\\n{"name": "<function>", "arguments": <JSON per the function's parameters>}\\n</tool_call>
 
-``"required"`` allows one or more calls separated by a newline (the model chooses when to stop;
-exactly one with ``parallel_tool_calls: false``), a named function exactly one call. Nothing else
-may precede the call (no content, no ``<think>``). The arguments follow the function's
+A forced reply ends by construction: a named function gets exactly one call, and so does
+``"required"`` unless the request says ``parallel_tool_calls: true``; after the call the grammar is
+complete and only the stop token may follow. (OpenAI reads an absent ``parallel_tool_calls`` as
+true; here it means one call, because a small model told it must call may repeat the same call until
+``max_tokens``: on 20 seeds smollm2-135m repeated a call in 4 replies and ran to ``max_tokens`` in 7,
+``benchmarks/structured_outputs.py``.)
+With ``parallel_tool_calls: true`` ``"required"`` allows one or more calls separated by a newline,
+the model choosing when to stop. Nothing else may precede the call (no content, no ``<think>``),
+and a forced reply cut by ``max_tokens`` before its call is complete has no content either: the
+unfinished markup is neither a call nor text (see :class:`openclaw_rl.tool_parser.OutputParser`). The arguments follow the function's
 ``parameters`` JSON schema exactly: required keys present, types right, and no key the schema does
 not declare unless it allows other keys explicitly
 (:func:`openclaw_rl.server.json_schema.closed_schema`); they are written without free whitespace
@@ -90,6 +97,12 @@ def tool_call_grammar(tokenizer, functions: list[dict], multiple: bool) -> str:
     return "\n".join(["start: calls", *tool_call_rules(tokenizer, functions, multiple)])
 
 
+def several_calls(req: ChatCompletionRequest) -> bool:
+    """Whether a constrained reply may hold more than one call: only when the request says
+    ``parallel_tool_calls: true`` (see the module docstring)."""
+    return req.parallel_tool_calls is True
+
+
 def tool_choice_grammar(req: ChatCompletionRequest, tokenizer, engine=None) -> str | None:
     """The grammar that enforces the request's ``tool_choice``, or None when nothing is forced.
 
@@ -107,8 +120,7 @@ def tool_choice_grammar(req: ChatCompletionRequest, tokenizer, engine=None) -> s
     if engine is not None and not getattr(engine, "supports_grammar", False):
         raise APIError(400, f"tool_choice {json.dumps(choice)} cannot be enforced by this engine "
                             "(no constrained decoding); use 'auto'", param="tool_choice")
-    grammar = tool_call_grammar(tokenizer, functions,
-                                multiple=choice == "required" and req.parallel_tool_calls is not False)
+    grammar = tool_call_grammar(tokenizer, functions, multiple=choice == "required" and several_calls(req))
     error = grammar_error(grammar)
     if error:
         names = ", ".join(f["name"] for f in functions)
