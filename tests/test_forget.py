@@ -144,6 +144,11 @@ def test_forget_a_session_mid_stream_with_rollback(tmp_path):
     out = _cli("forget", "--before", "2000-01-01", "--rl-buffer-dir", str(buf))
     assert out.returncode == 0 and out.stdout.startswith("forgot 0 session(s)")
     assert _cli("forget", "--all", "--rollback", "--rl-buffer-dir", str(buf)).returncode == 2
-    out = _cli("forget", "--all", "--rl-buffer-dir", str(buf))
+    bad = _cli("forget", "--all", "--run-log-dir", str(run), "--url", "http://127.0.0.1:9")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "--run-log-dir" in bad.stderr
+    assert files_containing(run, "s-other")  # the trainer's line on it in run.log
+    out = _cli("forget", "--all", "--rl-buffer-dir", str(buf), "--run-log-dir", str(run))
     assert out.returncode == 0 and out.stdout.startswith("forgot 2 session(s)"), out.stdout + out.stderr
+    assert f"removed their lines from 1 log file(s): {run / 'run.log'}" in out.stdout
     assert files_containing(buf, OTHER) == [] and files_containing(buf, "marmalade-osprey-4410") == []
+    assert files_containing(run, "s-other") == [] and b"INFO step 2" in (run / "run.log").read_bytes()
