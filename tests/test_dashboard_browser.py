@@ -1,71 +1,138 @@
-"""The dashboard in a real browser (Debian's chromium driven by Playwright): a person rates a turn
--1 where the judge said +1 and the trained sample's reward is then negative; deletes a lesson and
-it is no longer the hint; forgets a conversation and its unique text is then in no file of the
-buffer folder; rolls back a version and the server answers from it; the training table follows
-the run's metrics as they are logged. A screenshot of each page is saved (``screens/`` under the
-test's temporary folder)."""
+"""The dashboard in a real browser (Debian's chromium driven by Playwright) during a live run: the
+Combine launch script submits a real Ray training job (the test process's private Ray head), which
+starts the intercept server on the tiny model and trains one judged turn per step while the test
+talks to it. The train actor is held at the start of step 1 (:mod:`slime.fault_points`, carried
+into the job by ``SLIME_JOB_ENV``) while a person, in the browser:
+
+* rates -1 a turn the judge voted +1: the step that trains it logs the reward -1;
+* deletes a lesson: the step that trains its turn uses no hint (Combine's RL branch only);
+* forgets a conversation: its unique text is then in no file of the buffer folder, nor of the
+  run's log folder;
+* after three steps, rolls serving back to version 0: the server answers from it again.
+
+A screenshot of each page is saved (``screens/`` under the test's temporary folder)."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from types import SimpleNamespace
 
 import httpx
 import pytest
 
 from openclaw_rl.capture.store import TrajectoryStore
-from openclaw_rl.models import load_tokenizer
-from openclaw_rl.rollout.data_source import StoreDataSource
-from slime.monitor import MetricsLogger
-from tests.support.control import AUTH, converse, files_containing, judge_all, perturbed_copy
-from tests.support.server import running_server
+from openclaw_rl.server.launcher import free_port
+from slime.fault_points import FAULT_AT_ENV, FAULT_DIR_ENV, release, wait_reached
+from tests.support.control import AUTH, converse, files_containing
+from tests.support.ray_head import job_env
 
 playwright = pytest.importorskip("playwright.sync_api")
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+REPO = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium")
 UNIQUE = "okapi-tundra-5521 is my locker code"
 PRAISE = "Perfect, thank you, that is exactly right!"
 
 
-def _greedy(root: str) -> str:
-    r = httpx.post(root + "/v1/chat/completions", headers=AUTH, timeout=120,
+def _greedy(root: str) -> tuple[str, list[float]]:
+    """The served weights' greedy reply to a fixed prompt and its logprobs (a side turn: never trained)."""
+    r = httpx.post(root + "/v1/chat/completions", headers={**AUTH, "X-Turn-Type": "side"}, timeout=120,
                    json={"messages": [{"role": "user", "content": "same prompt"}], "max_tokens": 8, "temperature": 0,
-                         "session_id": "greedy"})
+                         "logprobs": True})
     assert r.status_code == 200, r.text
-    return r.json()["choices"][0]["message"]["content"]
+    choice = r.json()["choices"][0]
+    return choice["message"]["content"], [t["logprob"] for t in choice["logprobs"]["content"]]
 
 
-def _take(buf, uid: str):
-    """The sample the data source builds now for turn ``uid`` (claims every judged turn, gives the
-    others back)."""
+def _wait_up(root: str, run: subprocess.Popen, console: Path, timeout_s: float = 600) -> None:
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        assert run.poll() is None, console.read_text()[-4000:]
+        try:
+            if httpx.get(root + "/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(1)
+    raise TimeoutError(f"the job's server did not answer in {timeout_s:.0f} s:\n{console.read_text()[-4000:]}")
+
+
+def _metrics(logs: Path, steps: int, run: subprocess.Popen, console: Path, timeout_s: float = 600) -> list[dict]:
+    """The run's first ``steps`` metrics rows, once the trainer has logged them."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        rows = [json.loads(line) for p in logs.glob("run-*/metrics.jsonl") for line in p.read_text().splitlines()]
+        if len(rows) >= steps:
+            return rows
+        assert run.poll() is None, console.read_text()[-4000:]
+        time.sleep(1)
+    raise TimeoutError(f"{steps} steps not logged in {timeout_s:.0f} s:\n{console.read_text()[-4000:]}")
+
+
+def _trained_step(buf: Path, uid: str) -> int | None:
     store = TrajectoryStore(buf)
     try:
-        tok = load_tokenizer("builtin:tiny-qwen3")
-        source = StoreDataSource(store, tokenizer=lambda: tok)
-        samples = source.take(len(store.turns(status="judged")))
-        source.release(samples)
-        return next(s for s in samples if s.turn_id == uid)
+        return store.read("SELECT trained_step FROM turns WHERE turn_uid=?", (uid,))[0][0]
     finally:
         store.close()
 
 
+def _stop(run: subprocess.Popen, root: str) -> None:
+    """SIGTERM the launch script (it stops its job; the trainer stops the server it started)."""
+    if run.poll() is None:
+        run.send_signal(signal.SIGTERM)
+        try:
+            run.wait(180)
+        except subprocess.TimeoutExpired:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait(30)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            httpx.get(root + "/healthz", timeout=2)
+        except httpx.HTTPError:
+            return
+        time.sleep(1)
+    raise AssertionError("the job's server still answers after the run was stopped")
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is installed by `make install`")
-def test_dashboard_rate_lesson_forget_rollback(tmp_path):
-    buf, logs, screens = tmp_path / "rl_buffer", tmp_path / "logs", tmp_path / "screens"
+def test_dashboard_during_a_live_ray_run(ray_head, tmp_path):
+    buf, logs, screens, faults = (tmp_path / n for n in ("rl_buffer", "logs", "screens", "faults"))
     screens.mkdir()
-    v1 = perturbed_copy(tmp_path / "v1", seed=3)
-    metrics = MetricsLogger(logs, "run-test")
-    with running_server("builtin:tiny-qwen3", buf, "--metrics-dir", str(logs)) as server:
-        root = server.base_url.rsplit("/v1", 1)[0]
-        converse(server, "s-praise", ["What is two plus two?", PRAISE, "ok"])
-        converse(server, "s-lesson", ["Bonjour!", "No, that's wrong. You should answer in French.", "ok"])
-        converse(server, "s-forget", [f"Remember: {UNIQUE}.", PRAISE, "ok"])
-        assert judge_all(buf) == 6
-        text0 = _greedy(root)
-        metrics.log(1, {"reward/mean": 0.5, "train/loss": 0.12, "train/approx_kl": 0.001, "weight_version": 1,
-                        "gate/passed": 1.0})
-        r = httpx.post(root + "/admin/update_weights_from_disk", headers=AUTH, timeout=120,
-                       json={"model_path": str(v1), "weight_version": 1, "gate": {"gate/passed": 1.0}})
-        assert r.status_code == 200, r.text
-        assert _greedy(root) != text0
+    faults.mkdir()
+    port = free_port()
+    root = f"http://127.0.0.1:{port}"
+    env = job_env(*ray_head, MODEL_PATH="builtin:tiny-qwen3", PORT=str(port), RL_BUFFER_DIR=str(buf),
+                  LOG_DIR=str(logs), CKPT_SAVE_DIR=str(tmp_path / "ckpt"), CKPT_ARGS="--save-interval 100",
+                  ROLLOUT_ARGS="--rollout-batch-size 1 --num-rollouts-per-prompt 1 --num-rollout 4 "
+                               "--rollout-max-response-len 8",
+                  OPTIMIZER_ARGS="--lr 5e-2 --adam-beta2 0.99",
+                  PRM_ARGS="--num-judge-workers 1 --prm-mode lexical",  # the rule-based judges: deterministic
+                  # a tiny random model's replies are cut and degenerate by nature: train them anyway, so
+                  # each version's weights differ; no gate or guard on a random policy
+                  EXTRA_ARGS="--api-key sk-test --truncated-replies train --degenerate-samples train "
+                             "--collapse-guard off --promotion-gate off",
+                  **{FAULT_AT_ENV: "train_step@1", FAULT_DIR_ENV: str(faults),
+                     "SLIME_JOB_ENV": f"{FAULT_AT_ENV} {FAULT_DIR_ENV}"})
+    console = tmp_path / "console.txt"
+    run = subprocess.Popen(["bash", str(REPO / "openclaw-combine" / "run_qwen3_7b_openclaw_combine.sh")], env=env,
+                           stdout=console.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        _wait_up(root, run, console)
+        server = SimpleNamespace(base_url=root + "/v1", api_key="sk-test")
+        version0 = _greedy(root)
+        converse(server, "s-warm", ["Hello there!", PRAISE])  # step 1's turn; the trainer then holds
+        wait_reached(faults, "train_step@1", timeout_s=600, proc=run)
+        converse(server, "s-praise", ["What is two plus two?", PRAISE])
+        converse(server, "s-lesson", ["Bonjour!", "No, that's wrong. You should answer in French."])
+        converse(server, "s-forget", [f"Remember: {UNIQUE}.", PRAISE])
 
         with playwright.sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -73,62 +140,66 @@ def test_dashboard_rate_lesson_forget_rollback(tmp_path):
             page.on("dialog", lambda d: d.accept())
             page.goto(f"{root}/dashboard?key=sk-test")
             page.wait_for_selector("body[data-loaded='1']")
-            row = page.locator("tr[data-turn='s-praise:0']")
-            assert row.locator(".judge-vote").inner_text() == "+1"  # the judge's vote
+            # the job's judge votes while step 1 is held
+            page.wait_for_function("(document.querySelector(\"tr[data-turn='s-praise:0'] .judge-vote\") || {})"
+                                   ".innerText === '+1'", timeout=300_000)
             page.screenshot(path=screens / "conversations.png", full_page=True)
-
-            # rate -1 where the judge said +1: the trained sample's reward is negative
-            row.locator(".rate-down").click()
+            page.locator("tr[data-turn='s-praise:0'] .rate-down").click()
             page.wait_for_function("document.querySelector(\"tr[data-turn='s-praise:0'] .rating\")"
                                    ".innerText.startsWith('-1')")
-            sample = _take(buf, "s-praise:0")
-            assert sample.reward == -1.0 and sample.metadata["judgement"]["judge_reward"] == 1.0
 
-            # a lesson: shown, deleted, no longer the hint
             page.goto(f"{root}/dashboard?key=sk-test#lessons")
-            page.wait_for_selector("tr[data-lesson]")
+            page.wait_for_selector("tr[data-lesson]", timeout=300_000)
             assert page.locator("tr[data-lesson] .lesson-text").input_value() == "You should answer in French."
-            assert _take(buf, "s-lesson:0").metadata["judgement"]["hint_accepted"] is True
             page.screenshot(path=screens / "lessons.png", full_page=True)
             page.locator("tr[data-lesson] .lesson-delete").click()
             page.wait_for_selector("tr[data-lesson]", state="detached")
-            j = _take(buf, "s-lesson:0").metadata["judgement"]
-            assert j["hint_deleted"] is True and "teacher_prompt_ids" not in j
 
-            # forget a conversation: its unique text is in no file of the buffer folder
             page.goto(f"{root}/dashboard?key=sk-test#conversations")
             page.wait_for_selector("div[data-session='s-forget']")
             assert files_containing(buf, UNIQUE)
             page.locator("div[data-session='s-forget'] .forget").click()
             page.wait_for_selector("div[data-session='s-forget']", state="detached")
-            assert files_containing(buf, UNIQUE) == [] and files_containing(buf, "okapi-tundra-5521") == []
+            for folder in (buf, logs):
+                assert files_containing(folder, UNIQUE) == [] and files_containing(folder, "okapi-tundra-5521") == []
             assert page.locator("div[data-session='s-praise']").count() == 1
 
-            # the training table follows the run live
+            # the run goes on: step 1 (s-warm), step 2 (s-praise, rated), step 3 (s-lesson, its lesson deleted)
+            release(faults, "train_step@1")
             page.goto(f"{root}/dashboard?key=sk-test#training")
-            page.wait_for_selector("#training-table tbody tr")
-            metrics.log(2, {"reward/mean": -0.25, "train/loss": 0.08, "train/approx_kl": 0.002, "weight_version": 2,
-                            "gate/passed": 0.0})
-            page.wait_for_function("document.querySelectorAll('#training-table tbody tr').length === 2")
-            assert "FAIL" in page.locator("#training-table tbody tr").first.inner_text()
+            rows = _metrics(logs, 3, run, console)
+            page.wait_for_function("document.querySelectorAll('#training-table tbody tr').length === 3")
             page.screenshot(path=screens / "training.png", full_page=True)
+            assert [r["reward/mean"] for r in rows] == [1.0, -1.0, -1.0]  # s-praise's judge said +1; rated -1
+            assert (_trained_step(buf, "s-praise:0"), _trained_step(buf, "s-lesson:0")) == (2, 3)
+            assert (rows[2]["combine/n_rl"], rows[2]["combine/n_both"], rows[2]["combine/n_opd"]) == (1, 0, 0)
+            assert rows[2]["judge/hint_accepted"] >= 1  # the judge did accept the hint: the deleted lesson
 
-            # roll back a version: the server answers from it
+            served = _greedy(root)
+            assert httpx.get(root + "/healthz").json()["weight_version"] == 3
+            assert served[1] != pytest.approx(version0[1], abs=1e-3)  # three steps moved the weights
             page.goto(f"{root}/dashboard?key=sk-test#versions")
-            page.wait_for_selector("tr[data-version='0'] .rollback")
+            page.wait_for_selector("tr[data-version='3']")
             page.screenshot(path=screens / "versions.png", full_page=True)
             page.locator("tr[data-version='0'] .rollback").click()
             page.wait_for_selector("body[data-serving='0']")
             assert httpx.get(root + "/healthz").json()["weight_version"] == 0
-            assert _greedy(root) == text0
+            rolled = _greedy(root)
+            assert rolled[0] == version0[0] and rolled[1] == pytest.approx(version0[1], abs=1e-4)
 
             page.goto(f"{root}/dashboard?key=sk-test#storage")
             page.wait_for_selector("#storage-files tbody tr")
             assert "trajectories.sqlite" in page.locator("#storage-files").inner_text()
             page.screenshot(path=screens / "storage.png", full_page=True)
-            # without the key, from this machine but with the server's API key unset in the request: 401
-            assert httpx.get(root + "/dashboard").status_code == 401
+            assert httpx.get(root + "/dashboard").status_code == 401  # without the key
             browser.close()
-    metrics.close()
+    finally:
+        _stop(run, root)
     assert sorted(p.name for p in screens.iterdir()) == ["conversations.png", "lessons.png", "storage.png",
                                                          "training.png", "versions.png"]
+    # the launch script's console: the dashboard's address and a line per step; the job's output is in its log
+    text = console.read_text()
+    assert f"serving at {root}/v1; dashboard: {root}/dashboard" in text, text
+    assert [line.split(" | ")[0] for line in text.splitlines() if line.startswith("step ")] == \
+        ["step 1/4", "step 2/4", "step 3/4"], text
+    assert "(TrainActor pid=" not in text and "(TrainActor pid=" in next(logs.glob("openclaw-*.log")).read_text()

@@ -1,4 +1,5 @@
-"""The Binary RL launch script, end to end through a real local Ray job (offline, DATA_PATH).
+"""The Binary RL launch script, end to end through a real local Ray job (offline, DATA_PATH); its
+console shows a line per step, the job's own output goes to the run's log file.
 
 The tests record sessions through a real server (chat completions; the Responses and the
 Anthropic Messages API), export them, and run ``openclaw-rl/run_qwen3_7b_openclaw_rl.sh`` for one
@@ -8,6 +9,7 @@ step on the tiny model, submitted to the test process's private Ray head (``ray_
 
 from __future__ import annotations
 
+import re
 import subprocess
 import uuid
 from pathlib import Path
@@ -51,6 +53,16 @@ def test_binary_rl_script_one_offline_step(tiny_server, ray_head, tmp_path):
                            apis=("chat", "responses", "messages"))
     r = _one_step(ray_head, data, tmp_path, batch=6)
     assert f"submitting to the Ray cluster at 127.0.0.1:{port} (job API http://127.0.0.1:{dash})" in r.stdout
+    # the console: the script's few lines and one line for the step; Ray's, the libraries' and the
+    # trainer's lines are in the run's log file
+    console = (r.stdout + r.stderr).splitlines()
+    steps = [line for line in console if line.startswith("step ")]
+    assert len(steps) == 1 and steps[0].startswith("step 1/1 | reward ") and " (6) | " in steps[0], console
+    assert len(console) <= 12 and not any("pid=" in line or "INFO" in line for line in console), console
+    run_log = Path(re.search(r"succeeded; full log: (\S+)$", r.stdout, re.M).group(1))
+    assert run_log.parent == tmp_path / "logs"
+    log = run_log.read_text()
+    assert "(TrainActor pid=" in log and "(RolloutManager pid=" in log and "Job 'openclaw-" in log
     assert (tmp_path / "ckpt" / "checkpoint-latest" / "trainer_state.json").is_file()
     rows = list((tmp_path / "logs").glob("run-*/metrics.jsonl"))
     assert rows and '"step": 1' in rows[0].read_text()

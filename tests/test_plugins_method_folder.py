@@ -48,6 +48,7 @@ def test_method_folder_from_the_template_trains_one_step(tiny_server, tiny_class
     out = r.stdout + r.stderr
     assert r.returncode == 0, out[-6000:]
     assert "succeeded" in out
+    out += Path(re.search(r"succeeded; full log: (\S+)$", r.stdout, re.M).group(1)).read_text()  # the job's lines
     # plugin paths are made absolute at start-up (inside the job: Ray's copy of the working dir)
     assert re.search(r"plugin loss: plugin \S*my-method/custom_loss\.py:compute_loss \(simple convention\)", out)
     assert re.search(r"plugin reward: --custom-rm-path \S*my-method/custom_rm\.py:get_reward_model \(simple form\)", out)

@@ -1,14 +1,18 @@
-"""The terminal of ``make run``: one compact line per train step from the metrics the trainer
-logs (``slime.monitor.MetricsLogger``), and everything else (child processes, warnings) in the
-run's log file."""
+"""The terminal of ``make run`` and of the launch scripts: one compact line per train step from the
+metrics the trainer logs (``slime.monitor.MetricsLogger``), and everything else (child processes,
+warnings) in the run's log file."""
 
 from __future__ import annotations
 
 import io
+import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 
+from openclaw_rl.launch.progress import total_steps
 from openclaw_rl.main_job.progress import StepProgress, step_line
 from slime.monitor import MetricsLogger
 
@@ -65,3 +69,51 @@ def test_library_output_goes_to_the_log_file(tmp_path):
     assert r.stdout == "step 1/2 | reward +1.00\n" and r.stderr == ""
     log = (tmp_path / "run.log").read_text()
     assert "INFO library chatter" in log and "a library warning" in log and "worker line" in log
+
+
+def test_a_launch_scripts_console_follows_only_its_own_run(tmp_path):
+    """``python -m openclaw_rl.launch.progress`` (what a launch script runs beside its Ray job): the
+    dashboard's address once the run's log says the server is up, then one line per step of the
+    run started after ``--since`` (an earlier run's metrics in the same ``LOG_DIR`` are not shown);
+    the step count is the trainer's last ``--num-rollout``; SIGTERM prints what is left."""
+    logs, run_log = tmp_path / "logs", tmp_path / "logs" / "job.log"
+    old = MetricsLogger(logs, "run-old")
+    old.log(1, {"reward/mean": 0.9})
+    old.close()
+    time.sleep(1.1)  # the follower's --since (whole seconds) is after the old run's last write
+    run_log.write_text("")
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "openclaw_rl.launch.progress", "--log-dir", str(logs), "--run-log", str(run_log),
+         "--since", str(int(time.time())), "--open-ended-steps", "100000", "--poll-s", "0.2", "--",
+         "--num-rollout", "100000", "--lr", "1e-6", "--num-rollout", "2"], stdout=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(follower.stdout), daemon=True)
+    reader.start()
+
+    def wait_for(n: int) -> None:
+        deadline = time.time() + 120
+        while len(lines) < n and time.time() < deadline and follower.poll() is None:
+            time.sleep(0.1)
+
+    try:
+        with run_log.open("a") as f:
+            f.write("(RolloutManager pid=7) INFO:httpx:HTTP Request: GET http://127.0.0.1:9/healthz\n"
+                    "(RolloutManager pid=7) WARNING:openclaw_rl.rollout.service:serving at http://127.0.0.1:9/v1; "
+                    "dashboard: http://127.0.0.1:9/dashboard?key=<admin key>\n")
+        wait_for(1)  # up and following
+        logger = MetricsLogger(logs, "run-new")
+        logger.log(1, {"reward/mean": -1.0, "rollout/samples": 1, "weight_version": 1, "train/loss": 0.5})
+        wait_for(2)
+        logger.log(2, {"reward/mean": -1.0, "rollout/samples": 1, "weight_version": 2, "train/loss": 0.5})
+        logger.close()
+    finally:
+        follower.send_signal(signal.SIGTERM)  # the last step's line is printed on the way out
+        follower.wait(60)
+        reader.join(10)
+    assert follower.returncode == 0
+    lines = [line.rstrip("\n") for line in lines]
+    assert lines[0] == "serving at http://127.0.0.1:9/v1; dashboard: http://127.0.0.1:9/dashboard?key=<admin key>"
+    assert [line.split(" | ")[:3] for line in lines[1:]] == [["step 1/2", "reward -1.00 (1)", "serving v1"],
+                                                             ["step 2/2", "reward -1.00 (1)", "serving v2"]]
+    assert total_steps(["--num-rollout", "100000"], open_ended=100000) is None
+    assert total_steps(["--num-rollout=7"], open_ended=100000) == 7 and total_steps([], 100000) is None

@@ -11,6 +11,15 @@ JSON Lines, logs) has the lines of the forgotten sessions removed: a JSON line w
 ids, completion ids or texts (system prompts excepted: many sessions share them); a binary file
 that holds one is reported as not scrubbed.
 
+The run's log folders (``log_dirs``: the server's ``--run-log-dir``, by default its
+``--metrics-dir``, the training job's ``--log-dir``) get the same treatment for their log files
+(:data:`LOG_SUFFIXES`, searched recursively): the trainer's lines name turns by their session id
+(``user-54:1: degenerate reply (over_application: 'blue')``) and quote words of replies, and the
+server's access log names turns in ``/v1/feedback/<turn id>``. Those files are open for appending
+by the processes writing them (``run.log``, ``server-<port>.log``), so they are rewritten in
+place: the kept lines written from the start, the old bytes after them overwritten with zeros,
+then the file truncated; a writer that opened it for appending goes on writing at its new end.
+
 Turns still waiting to be trained are simply gone (pending samples dropped); turns in the train
 step running now (``claimed``) may still reach the next version (``in_training``). The report
 names the published weight versions trained on the forgotten turns: every version served at or
@@ -30,6 +39,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import logging
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -37,13 +47,15 @@ from pathlib import Path
 from openclaw_rl.capture.records import CLAIMED, TRAINED
 from openclaw_rl.capture.store import session_key
 
-__all__ = ["ForgetReport", "forget", "parse_before", "select_sessions"]
+__all__ = ["LOG_SUFFIXES", "ForgetReport", "forget", "parse_before", "select_sessions"]
 
 log = logging.getLogger(__name__)
 
 _DB_SUFFIXES = ("", "-wal", "-shm", "-journal")
 #: shortest text of a forgotten turn searched for in the other files of the buffer folder
 _MIN_NEEDLE = 12
+#: the files of a run's log folder that forget reads (checkpoints and event files are never read)
+LOG_SUFFIXES = (".log", ".out", ".err", ".txt", ".jsonl")
 
 
 @dataclass
@@ -57,6 +69,7 @@ class ForgetReport:
         published versions (newest first) that may contain them. rollback_to: the newest version
         served before the first of those (None when none was trained or no version precedes).
         files_rewritten / files_not_scrubbed: other files of the buffer folder (relative paths).
+        logs_rewritten: log files of the run's log folders (absolute paths).
         scrubbed: the database and its log were rebuilt and truncated (False: another connection
         kept the log busy; the rows are deleted and overwritten all the same).
     """
@@ -73,6 +86,7 @@ class ForgetReport:
     rollback_to: int | None = None
     files_rewritten: list[str] = field(default_factory=list)
     files_not_scrubbed: list[str] = field(default_factory=list)
+    logs_rewritten: list[str] = field(default_factory=list)
     scrubbed: bool = False
     rolled_back: int | None = None
 
@@ -94,6 +108,9 @@ class ForgetReport:
                 out.append(f"the last version trained before them: {self.rollback_to} (--rollback serves it again)")
         if self.files_rewritten:
             out.append(f"rewrote {len(self.files_rewritten)} file(s): {', '.join(self.files_rewritten)}")
+        if self.logs_rewritten:
+            out.append(f"removed their lines from {len(self.logs_rewritten)} log file(s): "
+                       f"{', '.join(self.logs_rewritten)}")
         if self.files_not_scrubbed:
             out.append(f"WARNING: binary file(s) still mention them: {', '.join(self.files_not_scrubbed)}")
         if not self.scrubbed:
@@ -215,6 +232,11 @@ def _forgotten_line(line: bytes, sessions: set[str], needles: list[bytes]) -> bo
     return any(n in line for n in needles)
 
 
+def _kept(data: bytes, sessions: set[str], needles: list[bytes]) -> bytes:
+    """``data`` without the lines of the forgotten sessions."""
+    return b"".join(line for line in data.splitlines(keepends=True) if not _forgotten_line(line, sessions, needles))
+
+
 def _scrub_files(folder: Path, db_path: Path, sessions: list[str], needles: list[bytes],
                  report: ForgetReport) -> None:
     skip = {Path(str(db_path) + s).resolve() for s in _DB_SUFFIXES}
@@ -232,8 +254,7 @@ def _scrub_files(folder: Path, db_path: Path, sessions: list[str], needles: list
         if b"\0" in data[:8192]:
             report.files_not_scrubbed.append(rel)
             continue
-        lines = data.splitlines(keepends=True)
-        kept = b"".join(line for line in lines if not _forgotten_line(line, wanted, needles))
+        kept = _kept(data, wanted, needles)
         if len(kept) == len(data):
             continue
         tmp = path.with_name(path.name + ".forget-tmp")
@@ -242,8 +263,46 @@ def _scrub_files(folder: Path, db_path: Path, sessions: list[str], needles: list
         report.files_rewritten.append(rel)
 
 
-def forget(store, sessions: list[str]) -> ForgetReport:
+def _scrub_logs(log_dirs, buffer_dir: Path, sessions: list[str], needles: list[bytes], report: ForgetReport) -> None:
+    """Remove the forgotten sessions' lines from the log files of ``log_dirs`` in place (module
+    docstring); the buffer folder, done already, is skipped."""
+    wanted, inside = set(sessions), Path(buffer_dir).resolve()
+    seen: set[Path] = set()
+    for folder in log_dirs:
+        folder = Path(folder)
+        if not folder.is_dir():
+            continue
+        for path in sorted(p for p in folder.rglob("*") if p.suffix in LOG_SUFFIXES and p.is_file()
+                           and not p.is_symlink()):
+            real = path.resolve()
+            if real in seen or real.is_relative_to(inside):
+                continue
+            seen.add(real)
+            try:
+                with open(real, "r+b") as f:
+                    data = f.read()
+                    if not any(n in data for n in needles):
+                        continue
+                    kept = _kept(data, wanted, needles)
+                    if len(kept) == len(data):
+                        continue
+                    f.seek(0)
+                    f.write(kept + b"\0" * (len(data) - len(kept)))  # the old bytes overwritten, not only freed
+                    f.flush()
+                    os.fsync(f.fileno())
+                    f.truncate(len(kept))
+            except OSError as exc:
+                log.warning("forget: could not rewrite %s: %s", real, exc)
+                continue
+            report.logs_rewritten.append(str(real))
+
+
+def forget(store, sessions: list[str], log_dirs=()) -> ForgetReport:
     """Forget ``sessions`` (module docstring); returns the :class:`ForgetReport`.
+
+    Args:
+        store: the trajectory store. sessions: the session ids (:func:`select_sessions`).
+        log_dirs: the run's log folders, whose log files lose the sessions' lines too.
 
     Raises:
         sqlite3.Error / OSError: the store could not be written (nothing is deleted then).
@@ -257,6 +316,7 @@ def forget(store, sessions: list[str]) -> ForgetReport:
     _delete(store, sessions, report)
     report.scrubbed = store.compact()
     _scrub_files(store.dir, store.path, sessions, needles, report)
+    _scrub_logs(log_dirs, store.dir, sessions, needles, report)
     log.warning("forgot %d session(s) (%d turns); versions trained on them: %s", report.sessions, report.turns,
                 report.versions_trained_on or "none")
     return report

@@ -41,7 +41,8 @@ def _check_forgotten(db: sqlite3.Connection, session_id: str, started_at: float 
         return
     row = db.execute("SELECT forgotten_at FROM forgotten WHERE session_key=?", (session_key(session_id),)).fetchone()
     if row is not None and row[0] >= started_at:
-        raise ForgottenSession(f"session {session_id} was forgotten while this request ran; its turn is not recorded")
+        # no session id in the message: it is logged after the forget scrubbed the logs of the id
+        raise ForgottenSession("a session forgotten while this request ran: its turn is not recorded")
 
 
 class TrajectoryStore:

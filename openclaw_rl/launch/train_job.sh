@@ -30,6 +30,11 @@
 #   arguments of the launch script come last (later flags win).
 # Inside a Ray job (the script itself submitted with `ray job submit -- bash <script>`), the
 # trainer runs directly on that job's cluster: no head is started and no nested job is submitted.
+# The console: the script's own lines, the dashboard's address once the job's server is up and one
+# line per train step (openclaw_rl/launch/progress.py, the same line as make run's); everything the
+# job prints (Ray's and the libraries' log lines, the trainer's log, its summary) goes to the run's
+# log file, $LOG_DIR/<job id>.log. TRAIN_JOB_CONSOLE=full shows the job's output on the console too.
+# A finished job: the last line is "<script>: job <id> succeeded; full log: <file>".
 # A failed job: the last line is "<script>: job <id> failed (exit N): slime/train.py: error: ..." (the
 # trainer's one-line reason, e.g. which actor died in which step and how to resume).
 # Stopping: Ctrl-C (or SIGTERM) stops the job (ray job stop: the trainer shuts the server and the
@@ -112,6 +117,9 @@ HELPER_PIDS=""   # processes a launch script started for the job (a router, ...)
 JOB_ID=""
 JOB_API=""       # the job API URL of the cluster the job goes to (ensure_ray_head)
 JOB_FINISHED=""
+RUN_LOG=""       # the job's output (the run's log file)
+PROGRESS_PID=""  # the console's step lines (openclaw_rl/launch/progress.py)
+LIVE_NUM_ROLLOUT=100000   # --num-rollout of a live run: until stopped
 
 # Find the cluster to run on and its job API address (JOB_API). RAY_ADDRESS as a job API URL
 # (http://host:8265) or a GCS address (host:6379) names a running cluster; without it, or when it
@@ -210,7 +218,7 @@ submit_train_job() {
     serve_default="$serve_default --data-path $DATA_PATH"
   else
     serve_default="--port $PORT --served-model-name ${SERVED_MODEL_NAME:-policy} $serve_default"
-    base="$base --num-rollout 100000"
+    base="$base --num-rollout $LIVE_NUM_ROLLOUT"
   fi
   local ckpt=${CKPT_ARGS:-"--save-interval 10"}
   local rollout=${ROLLOUT_ARGS:-"--rollout-batch-size 16 --num-rollouts-per-prompt 1 \
@@ -249,33 +257,50 @@ submit_train_job() {
   fi
   ensure_ray_head
   JOB_ID="openclaw-$METHOD_DIR-$(date +%Y%m%d-%H%M%S)-$$"
+  RUN_LOG="$LOG_DIR/$JOB_ID.log"
+  mkdir -p "$LOG_DIR"
+  : >"$RUN_LOG"
+  echo "$LAUNCH_SCRIPT: job $JOB_ID; Ray's and the trainer's log: $RUN_LOG"
+  "$PYTHON" -m openclaw_rl.launch.progress --log-dir "$LOG_DIR" --run-log "$RUN_LOG" --since "$(date +%s)" \
+    --open-ended-steps "$LIVE_NUM_ROLLOUT" -- "$@" &
+  PROGRESS_PID=$!
+  HELPER_PIDS="$HELPER_PIDS $PROGRESS_PID"   # stopped on exit with the other helpers
   local rc=0
   # A head that has just started answers before its job agent is up ("No available agent to
   # submit job", and no job is created): retry that, and only that, for up to a minute.
-  local submit_err="$LOG_DIR/.submit-$JOB_ID.err" attempt
-  mkdir -p "$LOG_DIR"
+  local attempt offset
   for attempt in $(seq 1 20); do
     rc=0
-    # in the background, so a signal to this script is handled at once (a trap waits for a foreground child)
-    ray job submit --address "$JOB_API" --working-dir "$REPO_DIR" \
-      --submission-id "$JOB_ID" --runtime-env-json "$runtime_env" -- python slime/train.py "$@" \
-      2> >(tee "$submit_err" >&2) &
+    offset=$(stat -c %s "$RUN_LOG")
+    # in the background, so a signal to this script is handled at once (a trap waits for a foreground child);
+    # appending (>>): forget may rewrite the log in place (openclaw_rl/capture/forget.py)
+    if [ "${TRAIN_JOB_CONSOLE:-steps}" = full ]; then
+      ray job submit --address "$JOB_API" --working-dir "$REPO_DIR" \
+        --submission-id "$JOB_ID" --runtime-env-json "$runtime_env" -- python slime/train.py "$@" \
+        > >(tee -a "$RUN_LOG") 2> >(tee -a "$RUN_LOG" >&2) &
+    else
+      ray job submit --address "$JOB_API" --working-dir "$REPO_DIR" \
+        --submission-id "$JOB_ID" --runtime-env-json "$runtime_env" -- python slime/train.py "$@" \
+        >>"$RUN_LOG" 2>&1 &
+    fi
     SUBMIT_PID=$!
     wait "$SUBMIT_PID" || rc=$?
-    if [ "$rc" != 0 ] && grep -q "No available agent to submit job" "$submit_err" 2>/dev/null; then
+    if [ "$rc" != 0 ] && tail -c +"$((offset + 1))" "$RUN_LOG" | grep -q "No available agent to submit job"; then
       echo "$LAUNCH_SCRIPT: the cluster's job agent is not up yet; retrying ($attempt/20)" >&2
       sleep 3
       continue
     fi
     break
   done
-  rm -f "$submit_err"
   JOB_FINISHED=1
+  { kill -TERM "$PROGRESS_PID" 2>/dev/null && wait "$PROGRESS_PID" 2>/dev/null; } || true   # its last lines first
   if [ "$rc" != 0 ]; then  # Ray repeats the job's last logs after "failed": end on the trainer's own line
     local why
     why=$(ray job logs --address "$JOB_API" "$JOB_ID" 2>/dev/null \
       | grep -E '^slime/train.py: (error|stopped)' | tail -n 1)
     echo "$LAUNCH_SCRIPT: job $JOB_ID failed (exit $rc)${why:+: $why}" >&2
+  else
+    echo "$LAUNCH_SCRIPT: job $JOB_ID succeeded; full log: $RUN_LOG"
   fi
   return "$rc"
 }

@@ -1,4 +1,5 @@
-"""What a person sees in the terminal during ``make run``: one compact line per train step.
+"""What a person sees in the terminal during ``make run`` (and a launch script's run,
+:mod:`openclaw_rl.launch.progress`): one compact line per train step.
 
 The main job sends everything else -- Ray's forwarded worker output, library warnings, progress
 bars, the server's and the trainer's log lines -- to the run's log file (``<out>/run.log``,
@@ -95,11 +96,14 @@ class StepProgress:
         console: where the lines go (the terminal).
         verdicts: returns the simulated user's verdicts so far (True: satisfied), or None.
         poll_s: how often the file is read.
+        since: only a ``metrics.jsonl`` written at or after this time (UNIX seconds) is followed:
+            a log folder that holds earlier runs (a launch script's ``LOG_DIR``); None: any.
     """
 
     def __init__(self, logs: Path, total: int | None, console: TextIO,
-                 verdicts: Callable[[], list[bool]] | None = None, poll_s: float = 1.0):
+                 verdicts: Callable[[], list[bool]] | None = None, poll_s: float = 1.0, since: float | None = None):
         self.logs, self.total, self.console, self.verdicts, self.poll_s = Path(logs), total, console, verdicts, poll_s
+        self.since = since
         self._stop = threading.Event()
         self._seen = 0
         self._verdicts_seen = 0
@@ -129,7 +133,8 @@ class StepProgress:
 
     def poll(self) -> int:
         """Print the lines of steps logged since the last call; returns how many."""
-        files = sorted(self.logs.glob("*/metrics.jsonl"), key=lambda p: p.stat().st_mtime)
+        files = sorted((p for p in self.logs.glob("*/metrics.jsonl")
+                        if self.since is None or p.stat().st_mtime >= self.since), key=lambda p: p.stat().st_mtime)
         if not files:
             return 0
         lines = files[-1].read_text(errors="replace").splitlines()

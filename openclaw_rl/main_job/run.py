@@ -165,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     say(f"[main job] {a.method} on {a.model_path}; the user asks: {pref.instruction!r}")
     say(f"[main job] full log: {out / 'run.log'}")
     with running_server(a.model_path, out / "rl_buffer", "--served-model-name", "policy", "--backend", a.backend,
-                        "--torch-threads", str(SERVER_THREADS), "--metrics-dir", str(out / "logs"), api_key=API_KEY,
+                        "--torch-threads", str(SERVER_THREADS), "--metrics-dir", str(out / "logs"),
+                        "--run-log-dir", str(out), api_key=API_KEY,
                         log_dir=out,
                         timeout=180.0 if a.backend == "transformers" else 960.0) as server:
         base = server.base_url.rsplit("/v1", 1)[0]

@@ -50,7 +50,8 @@ class PersonOverrides:
 
     def _render(self, turn: TurnRecord, hint: str) -> list[int] | None:
         if self.tokenizer is None:
-            log.warning("turn %s: no tokenizer to render the hint %r as a teacher prompt", turn.turn_uid, hint[:60])
+            # the turn's id only: a log line never quotes conversation text (forget scrubs logs by ids)
+            log.warning("turn %s: no tokenizer to render its hint as a teacher prompt", turn.turn_uid)
             return None
         return teacher_prompt_ids(self.tokenizer(), turn.messages, turn.tools, hint, turn.prompt_ids)
 

@@ -86,7 +86,8 @@ def build_server(config: "ServerConfig", engine=None):
     app = create_app(service, api_key=config.api_key, recorder=recorder, engine_close=engine.aclose,
                      max_request_bytes=config.max_request_bytes, admin_api_key=config.admin_api_key,
                      weights_dirs=config.weights_dir, base_model_path=str(resolve_model_path(config.model_path)),
-                     resume_served_version=config.resume_served_version, metrics_dir=config.metrics_dir)
+                     resume_served_version=config.resume_served_version, metrics_dir=config.metrics_dir,
+                     forget_log_dirs=config.forget_log_dirs)
     app.state.drain, app.state.service = drain, service
     return app, engine, store
 

@@ -99,7 +99,8 @@ def admin_check(token: str, client_host: str, api_key: str | None, admin_api_key
 def create_app(service: ChatService, api_key: str | None = None, recorder=None, engine_close=None,
                max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, admin_api_key: str | None = None,
                weights_dirs: tuple[str, ...] = (), base_model_path: str | None = None,
-               resume_served_version: bool = True, metrics_dir: str | None = None) -> FastAPI:
+               resume_served_version: bool = True, metrics_dir: str | None = None,
+               forget_log_dirs: tuple[str, ...] = ()) -> FastAPI:
     """Build the app around a :class:`ChatService`.
 
     Args:
@@ -118,6 +119,8 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
         resume_served_version: on a store that recorded served versions, serve the last one again.
         metrics_dir: a training run's ``--log-dir``, whose steps ``/dashboard`` shows
             (:mod:`openclaw_rl.server.dashboard`).
+        forget_log_dirs: the run's log folders whose log files ``POST /admin/forget`` scrubs too
+            (:func:`openclaw_rl.capture.forget.forget`).
     """
     versions = VersionRegistry(recorder.store if recorder else None)
     # a restart on the same store serves again the version it served last (when its folder is
@@ -326,7 +329,7 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
 
     feedback_summary = install_control_routes(
         app, recorder.store, check_key_or_admin, check_admin, service.admission.registry, roll_back,
-        lambda: service.engine.weight_version, service.lessons) if recorder else None
+        lambda: service.engine.weight_version, service.lessons, forget_log_dirs) if recorder else None
     if recorder:
         install_dashboard_routes(app, recorder.store, check_admin, check_page, metrics_dir)
 

@@ -69,6 +69,12 @@ class ServerConfig:
     prefill_chunk_tokens: int = DEFAULT_PREFILL_CHUNK_TOKENS
     inject_lessons: int = 0
     metrics_dir: str | None = None
+    run_log_dir: tuple[str, ...] = ()
+
+    @property
+    def forget_log_dirs(self) -> tuple[str, ...]:
+        """The run's log folders ``forget`` scrubs: ``--run-log-dir``, else ``--metrics-dir``."""
+        return self.run_log_dir or ((self.metrics_dir,) if self.metrics_dir else ())
 
     @property
     def model_name(self) -> str:
@@ -190,6 +196,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metrics-dir", default=None,
                    help="a training run's --log-dir: /dashboard shows the steps of its newest metrics.jsonl "
                         "(the training job passes its own)")
+    p.add_argument("--run-log-dir", action="append", default=[], metavar="DIR",
+                   help="a folder of the run's log files (server-*.log, run.log, ...; repeatable): forgetting a "
+                        "conversation also removes its lines from the *.log, *.out, *.err, *.txt and *.jsonl files "
+                        "under it (default: --metrics-dir)")
     p.add_argument("--insecure-no-auth", action="store_true",
                    help="allow a non-loopback --host without --api-key (anyone reaching the port can use the model "
                         "and its /admin endpoints)")
@@ -243,4 +253,5 @@ def parse_server_args(argv: list[str] | None = None) -> ServerConfig:
         parser.error("--rollout-num-gpus-per-engine must be at least 1")
     ns.weights_dir = tuple(str(Path(d).resolve()) for d in ns.weights_dir)
     ns.engine_url = tuple(ns.engine_url)
+    ns.run_log_dir = tuple(str(Path(d).resolve()) for d in ns.run_log_dir)
     return ServerConfig(**vars(ns))

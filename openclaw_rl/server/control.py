@@ -132,7 +132,7 @@ class FeedbackSummary:
 
 def install_control_routes(app: FastAPI, store, check_key, check_admin, registry,
                            roll_back: Callable[[int], Awaitable[int]], serving: Callable[[], int],
-                           lesson_prompt=None) -> FeedbackSummary:
+                           lesson_prompt=None, log_dirs: tuple[str, ...] = ()) -> FeedbackSummary:
     """Add the feedback, lessons and forget endpoints (module docstring) to ``app``.
 
     Args:
@@ -141,7 +141,8 @@ def install_control_routes(app: FastAPI, store, check_key, check_admin, registry
         ``await roll_back(version) -> served version`` (``POST /admin/rollback``'s work).
         serving: the weight version served now. lesson_prompt: the server's
         :class:`openclaw_rl.capture.lessons.LessonPrompt` (``--inject-lessons``), refreshed when a
-        lesson is edited or deleted here; None without it.
+        lesson is edited or deleted here; None without it. log_dirs: the run's log folders, whose
+        log files lose a forgotten conversation's lines too (``--run-log-dir``).
 
     Returns:
         The :class:`FeedbackSummary` (the app runs its ``refresh_forever`` and exports it on
@@ -216,7 +217,7 @@ def install_control_routes(app: FastAPI, store, check_key, check_admin, registry
             except ValueError as exc:
                 raise APIError(400, str(exc), param="before", code="invalid_value") from exc
         sessions = await _store_call(select_sessions, store, body.session_id, before, body.all)
-        report = await _store_call(forget, store, sessions)
+        report = await _store_call(forget, store, sessions, log_dirs)
         await asyncio.to_thread(summary.refresh)
         if lesson_prompt is not None:
             lesson_prompt.refresh()

@@ -53,14 +53,20 @@ def forget_main(argv: list[str]) -> int:
                    help="serve (and train on from) the last version trained before them again (needs --url)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     _where(p)
+    p.add_argument("--run-log-dir", action="append", default=[], metavar="DIR",
+                   help="with --rl-buffer-dir: a folder of the run's log files (repeatable) whose *.log, *.out, "
+                        "*.err, *.txt and *.jsonl files lose the conversations' lines too (a server scrubs its "
+                        "own --run-log-dir)")
     a = p.parse_args(argv)
     before = parse_before(a.before) if a.before else None
+    if a.run_log_dir and not a.rl_buffer_dir:
+        raise ValueError("--run-log-dir goes with --rl-buffer-dir (a server scrubs the log folders it was given)")
     if a.rl_buffer_dir:
         if a.rollback:
             raise ValueError("--rollback needs the server (--url), not --rl-buffer-dir")
         store = _store(a.rl_buffer_dir)
         try:
-            report = forget(store, select_sessions(store, a.session, before, a.all))
+            report = forget(store, select_sessions(store, a.session, before, a.all), a.run_log_dir)
         finally:
             store.close()
         out = report.to_json()

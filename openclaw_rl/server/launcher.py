@@ -87,7 +87,8 @@ def start_server(model_path: str, buffer_dir: Path, *extra: str, api_key: str | 
     if api_key:
         cmd += ["--api-key", api_key]
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    fh = open(log_path, "w")
+    log_path.write_bytes(b"")
+    fh = open(log_path, "a")  # appending: forget may rewrite the log in place (openclaw_rl.capture.forget)
     env = {**{k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}, **(env or {})}  # Ray sets it to 1
     proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=cwd or REPO, env=env)
     handle = ServerHandle(proc, port, buffer_dir, api_key, log_path, _grace(extra))
