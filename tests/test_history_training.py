@@ -202,34 +202,65 @@ def test_openclaw_state_folder_history_and_the_run_s_own_buffer(tmp_path):
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_history_is_judged_and_trained_on_ray_with_the_cap_and_order(tmp_path):
-    """slime/train.py with --history-path on a real server, store and Ray: the lexical PRM judges the
-    history's 5 most recent turns (of 8) from their next states, three steps train them most recent
-    first, and the summary counts them with their verdicts."""
+def test_history_is_judged_and_trained_on_ray_before_live_turns(tmp_path):
+    """slime/train.py --history-path on a real server, store and Ray, with live traffic from the
+    start: the lexical PRM judges the history's 4 most recent turns (of 8) from their next states,
+    steps 1-2 train them most recent first, steps 3-4 the live turns, and the summary counts the
+    history with its verdicts."""
+    import httpx
+
     _recorded_history(tmp_path / "history").close()
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "SLIME_CALLER_CWD", "DATA_PATH")}
-    r = subprocess.run([sys.executable, str(REPO / "slime" / "train.py"), "--model-path", "builtin:tiny-qwen3",
-                        "--history-path", "history", "--history-max-turns", "5", "--history-only",
-                        "--advantage-estimator", "broadcast", "--prm-mode", "lexical", "--num-judge-workers", "1",
-                        "--rollout-batch-size", "2", "--max-staleness", "0", "--use-tis", "--save", "ckpt",
-                        "--log-dir", "logs", "--rl-buffer-dir", "buffer"],
-                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-5000:]
-    summary = json.loads(r.stdout[r.stdout.index("{"):])
-    assert summary["steps"] == 3 and summary["samples_trained"] == 5
+    job = subprocess.Popen([sys.executable, str(REPO / "slime" / "train.py"), "--model-path", "builtin:tiny-qwen3",
+                            "--history-path", "history", "--history-max-turns", "4", "--num-rollout", "4",
+                            "--advantage-estimator", "broadcast", "--prm-mode", "lexical", "--num-judge-workers", "1",
+                            "--rollout-batch-size", "2", "--rollout-max-response-len", "8", "--use-tis", "--save",
+                            "ckpt", "--log-dir", "logs", "--rl-buffer-dir", "buffer", "--port", "30123",
+                            "--api-key", "k"],
+                           cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = "http://127.0.0.1:30123"
+        for _ in range(900):  # the job's server serves while the history is judged and trained
+            try:
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert job.poll() is None, job.communicate()[1][-3000:]
+            __import__("time").sleep(1)
+        for i in range(2):  # two live sessions of two turns, each reply thanked
+            messages = [{"role": "user", "content": f"live question {i}"}]
+            for k in range(3):
+                last = k == 2
+                r = httpx.post(f"{url}/v1/chat/completions", timeout=600, headers={
+                    "Authorization": "Bearer k", "X-Session-Id": f"live-{i}",
+                    **({"X-Turn-Type": "side", "X-Session-Done": "true"} if last else {})},
+                    json={"model": "policy", "messages": messages, "max_tokens": 1 if last else 8})
+                assert r.status_code == 200, r.text
+                messages += [{"role": "assistant", "content": r.json()["choices"][0]["message"]["content"] or ""},
+                             {"role": "user", "content": "thanks"}]
+        out, err = job.communicate(timeout=900)
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
+    assert job.returncode == 0, out[-3000:] + err[-5000:]
+    summary = json.loads(out[out.index("{"):])
+    assert summary["steps"] == 4 and summary["samples_trained"] == 8
     m = summary["final_metrics"]
     assert {k: m[f"history/{k}"] for k in ("queued", "over_cap", "judged", "trained", "skipped", "waiting")} == {
-        "queued": 5, "over_cap": 3, "judged": 5, "trained": 5, "skipped": 0, "waiting": 0}
-    assert (m["history/verdict_+1"], m["history/verdict_-1"], m["history/verdict_0"]) == (2, 3, 0)
-    assert "history: 5 turn(s) queued (3 older left out by the cap), 5 judged (verdicts +1: 2, -1: 3, 0: 0), " \
-           "5 trained" in r.stderr
+        "queued": 4, "over_cap": 4, "judged": 4, "trained": 4, "skipped": 0, "waiting": 0}
+    assert (m["history/verdict_+1"], m["history/verdict_-1"], m["history/verdict_0"]) == (2, 2, 0)
+    assert "history: 4 turn(s) queued (4 older left out by the cap), 4 judged (verdicts +1: 2, -1: 2, 0: 0), " \
+           "4 trained" in err
     store = TrajectoryStore(tmp_path / "buffer")
-    trained = store.turns(status="trained")
-    steps = {row[0]: row[1] for row in store.read("SELECT history_rank, trained_step FROM turns WHERE "
-                                                  "history_rank IS NOT NULL")}
-    assert steps == {1: 1, 2: 1, 3: 2, 4: 2, 5: 3}  # the most recent first; versions 0 never dropped as stale
-    assert len(trained) == 5 and all(store.judgement(t.id)["details"]["verdict"] in (1, -1) for t in trained)
+    rows = store.read("SELECT session_id, history_rank, trained_step FROM turns WHERE status='trained'")
     store.close()
+    # the history first, the most recent first (h3's two turns, then h2's), then the live turns
+    assert sorted((rank, sid, step) for sid, rank, step in rows if rank is not None) == [
+        (1, "h3", 1), (2, "h3", 1), (3, "h2", 2), (4, "h2", 2)]
+    assert sorted((step, sid) for sid, rank, step in rows if rank is None) == [
+        (3, "live-0"), (3, "live-0"), (4, "live-1"), (4, "live-1")]
 
 
 @pytest.mark.ray
