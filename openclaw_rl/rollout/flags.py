@@ -4,8 +4,8 @@ One declaration per flag (:func:`slime.flags.flag`): the default, the help text 
 environment fallback. Environment variables are read only when the flag is not on the command
 line (the seed's launch scripts: ``OPENCLAW_PORT``, ``OPENCLAW_API_KEY``, ``DATA_PATH``,
 ``HISTORY_PATH``, ``HISTORY_MAX_TURNS``, ``PRM_MODEL_PATH``, ``PRM_URL``, ``PRM_MODEL``, ``PRM_API_KEY``,
-``MAJORITY_VOTE_N``, ``MAJORITY_VOTE_THRESHOLD``, ``PRM_ENABLE``, ``PRM_M``, ``PRM_TEMPERATURE``, ``PRM_MAX_NEW_TOKENS``); a bad
-value is a one-line error.
+``MAJORITY_VOTE_N``, ``MAJORITY_VOTE_THRESHOLD``, ``PRM_ENABLE``, ``PRM_M``, ``PRM_TEMPERATURE``,
+``PRM_MAX_NEW_TOKENS``); a bad value is a one-line error.
 
 Two vote counts, two judges: ``--majority-vote-n`` is the Binary RL turn judge's (live turns, judged
 from the next state; votes of ``1 / -1 / 0`` reduced by majority with ``--majority-vote-threshold``
