@@ -65,9 +65,11 @@ def make_history(a: argparse.Namespace, out: Path, questions, pref, test_q, say)
         driver = UserDriver(base, API_KEY, questions, pref, a.max_tokens, concurrency=a.concurrency,
                             session_prefix="history-user-")
         driver.start()
-        while driver.sessions + driver.failed < sessions:
-            time.sleep(0.5)
-        driver.stop()
+        try:
+            while driver.sessions < sessions:
+                time.sleep(0.5)
+        finally:  # Ctrl-C too: the user finishes the sessions in progress before the server stops
+            driver.stop()
     if driver.failed:
         raise RuntimeError(f"{driver.failed} request(s) of the simulated user failed while making the history")
     met = [t.satisfied for t in driver.truth]
