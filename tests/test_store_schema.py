@@ -42,7 +42,7 @@ def test_an_older_database_gains_the_added_columns(tmp_path):
     db.close()
     assert [m.split()[-2] for m in migrations("turns", [c.name for c in old])] == [
         "temperature", "top_p", "trained_step", "constrained", "ids_from_text", "images_json", "completion_id",
-        "trained_at"]
+        "trained_at", "history_rank"]
     store = TrajectoryStore(tmp_path)
     cols = [r[1] for r in store._db.execute("PRAGMA table_info(turns)")]
     assert cols == [c.name for c in TURN_COLUMNS] and migrations("turns", cols) == []

@@ -122,6 +122,9 @@ TURN_COLUMNS: tuple[Column, ...] = (
     # the chat completion's ``id`` the client got (``chatcmpl-...``): explicit feedback names it
     Column("completion_id", "TEXT", "completion_id", added=True),
     Column("trained_at", "REAL", added=True, inserted=False),
+    # a history turn's place in the training queue (1 = judged and trained first; the most recent
+    # first), set when a run loads --history-path (openclaw_rl.rollout.history); None for live turns
+    Column("history_rank", "INTEGER", "history_rank", added=True, inserted=False),
 )
 
 TABLES: tuple[Table, ...] = (
@@ -214,6 +217,8 @@ class TurnRecord:
     images: list[dict] | None = None
     #: the chat completion ``id`` the client received (None for imported turns)
     completion_id: str | None = None
+    #: a history turn's place in the queue (:mod:`openclaw_rl.rollout.history`); None: a live turn
+    history_rank: int | None = None
     # filled by the store
     id: int | None = None
     turn_index: int | None = None

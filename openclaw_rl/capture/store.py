@@ -251,10 +251,11 @@ class TrajectoryStore:
         return None
 
     def untokenized_turns(self) -> list[TurnRecord]:
-        """Main turns stored without token ids (imported from text), oldest first."""
+        """Main turns stored without token ids (imported from text), oldest first; skipped ones (never
+        trained, e.g. history left out by ``--history-max-turns``) are left for when they are queued."""
         with self._lock:
-            rows = self._db.execute("SELECT * FROM turns WHERE turn_type=? AND (prompt_ids='[]' OR "
-                                    "response_ids='[]') ORDER BY id", (TurnType.MAIN,)).fetchall()
+            rows = self._db.execute("SELECT * FROM turns WHERE turn_type=? AND status!=? AND (prompt_ids='[]' OR "
+                                    "response_ids='[]') ORDER BY id", (TurnType.MAIN, SKIPPED)).fetchall()
         return [_row_to_record(r) for r in rows]
 
     def set_text_ids(self, turn_id: int, prompt_text: str, prompt_ids: list[int], response_ids: list[int]) -> None:
@@ -298,7 +299,8 @@ class TrajectoryStore:
 
     # ------------------------------------------------------------------ trainer side
     def claim_ready(self, limit: int, worker: str = "trainer") -> list[TurnRecord]:
-        """Atomically claim up to ``limit`` ready main turns (unjudged), oldest first."""
+        """Atomically claim up to ``limit`` ready main turns (unjudged), ranked history turns first
+        (``history_rank``), then oldest first."""
         return self._claim(READY, CLAIMED, limit, worker)
 
     def mark_trained(self, turn_ids: Iterable[int], step: int | None = None) -> None:
@@ -351,7 +353,8 @@ class TrajectoryStore:
 
     # ------------------------------------------------------------------ judging
     def claim_for_judging(self, limit: int, worker: str = "judge") -> list[TurnRecord]:
-        """Atomically move up to ``limit`` ready main turns to ``judging``, oldest first."""
+        """Atomically move up to ``limit`` ready main turns to ``judging``, ranked history turns first
+        (``history_rank``), then oldest first."""
         return self._claim(READY, JUDGING, limit, worker)
 
     def save_judgement(self, turn_id: int, method: str, reward: float | None, trainable: bool,
@@ -381,9 +384,11 @@ class TrajectoryStore:
         return {"method": row["method"], "reward": row["reward"], "trainable": bool(row["trainable"]),
                 "details": json.loads(row["details_json"]) if row["details_json"] else None}
 
-    def claim_judged(self, limit: int, worker: str = "trainer") -> list[TurnRecord]:
-        """Atomically claim up to ``limit`` judged (trainable) turns for training, oldest first."""
-        return self._claim(JUDGED, CLAIMED, limit, worker)
+    def claim_judged(self, limit: int, worker: str = "trainer", history_only: bool = False) -> list[TurnRecord]:
+        """Atomically claim up to ``limit`` judged (trainable) turns for training, ranked history turns
+        first (``history_rank``, the most recent first), then oldest first (``history_only``: ranked
+        history turns only)."""
+        return self._claim(JUDGED, CLAIMED, limit, worker, history_only)
 
     def recover(self, last_saved_step: int | None = None) -> dict[str, int]:
         """After a restart: unfinished judging goes back to ready, unfinished training back to
@@ -410,10 +415,14 @@ class TrajectoryStore:
             db.executemany("UPDATE turns SET status=?, claimed_by=NULL WHERE id=? AND status=?",
                            [(JUDGED, i, CLAIMED) for i in turn_ids])
 
-    def _claim(self, src: TurnStatus, dst: TurnStatus, limit: int, worker: str) -> list[TurnRecord]:
+    def _claim(self, src: TurnStatus, dst: TurnStatus, limit: int, worker: str,
+               history_only: bool = False) -> list[TurnRecord]:
+        only = " AND history_rank IS NOT NULL" if history_only else ""
         with self._tx() as db:
-            ids = [r[0] for r in db.execute("SELECT id FROM turns WHERE status=? ORDER BY id LIMIT ?",
-                                            (src, limit)).fetchall()]
+            # history turns a run loaded (--history-path) first, by rank (the most recent first), then
+            # the others oldest first
+            ids = [r[0] for r in db.execute(f"SELECT id FROM turns WHERE status=?{only} ORDER BY history_rank IS "
+                                            "NULL, history_rank, id LIMIT ?", (src, limit)).fetchall()]
             db.executemany("UPDATE turns SET status=?, claimed_by=?, claimed_at=? WHERE id=?",
                            [(dst, worker, time.time(), i) for i in ids])
         return [self.get_turn(i) for i in ids]
@@ -424,10 +433,11 @@ class TrajectoryStore:
             db.executemany("UPDATE turns SET status=?, claimed_by=NULL WHERE id=? AND status=?",
                            [(READY, i, CLAIMED) for i in turn_ids])
 
-    def counts(self) -> dict[str, int]:
-        """Number of turns per status, plus ``sessions``."""
+    def counts(self, history_only: bool = False) -> dict[str, int]:
+        """Number of turns per status (``history_only``: of ranked history turns), plus ``sessions``."""
+        only = " WHERE history_rank IS NOT NULL" if history_only else ""
         with self._lock:
-            out = {r[0]: r[1] for r in self._db.execute("SELECT status, COUNT(*) FROM turns GROUP BY status")}
+            out = {r[0]: r[1] for r in self._db.execute(f"SELECT status, COUNT(*) FROM turns{only} GROUP BY status")}
             out["sessions"] = self._db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
         return out
 

@@ -6,6 +6,11 @@
 # Inputs, all optional (environment or the calling script):
 #   MODEL_PATH          policy checkpoint (CPU without it: the embedded builtin:smollm2-135m)
 #   DATA_PATH           train offline from recorded sessions (no server is started; one pass)
+#   HISTORY_PATH        conversations from before this job, judged and trained first, the most recent
+#                       first (--history-path): an OpenClaw state folder (~/.openclaw), a trajectory
+#                       bundle, a trajectory store folder (what `openclaw-rl import-openclaw --out` wrote)
+#                       or a session file; a bad one is a one-line error before anything starts
+#   HISTORY_MAX_TURNS   most history turns judged and trained (default 256, the most recent ones)
 #   CKPT_SAVE_DIR       checkpoints (default outputs/<method folder>/ckpt in the repository)
 #   RL_BUFFER_DIR, LOG_DIR   trajectory store (default <repository>/rl_buffer), logs (<repository>/logs)
 #   PORT, SERVED_MODEL_NAME (policy), RAY_PORT, RAY_DASHBOARD_PORT,
@@ -86,6 +91,12 @@ LOG_DIR=$(abs_path "${LOG_DIR:-$REPO_DIR/logs}")
 if [ -n "$DATA_PATH" ]; then
   DATA_PATH=$(abs_path "$DATA_PATH")
   if [ ! -f "$DATA_PATH" ]; then echo "$LAUNCH_SCRIPT: DATA_PATH $DATA_PATH: no such file" >&2; exit 2; fi
+fi
+if [ -n "$HISTORY_PATH" ]; then
+  HISTORY_PATH=$(abs_path "$HISTORY_PATH")
+  (cd "$REPO_DIR" && "$PYTHON" -m openclaw_rl.rollout.history "$HISTORY_PATH" >/dev/null) 2>&1 \
+    | sed "s|^|$LAUNCH_SCRIPT: |" >&2
+  [ "${PIPESTATUS[0]}" = 0 ] || exit 2
 fi
 # gpu_ids VALUE: the ids of a list ("0, 1,2" -> "0,1,2"); nothing for a count
 gpu_ids() {
@@ -213,7 +224,7 @@ _train_job_cleanup() {
 # Submit slime/train.py with the flag groups, the method's flags and the script's arguments.
 submit_train_job() {
   local serve_default="--rl-buffer-dir $RL_BUFFER_DIR --log-dir $LOG_DIR"
-  local base="--model-path $MODEL_PATH --save $CKPT_SAVE_DIR $GPU_ARGS"
+  local base="--model-path $MODEL_PATH --save $CKPT_SAVE_DIR $GPU_ARGS${HISTORY_PATH:+ --history-path $HISTORY_PATH}"
   if [ -n "$DATA_PATH" ]; then   # offline: no server is started, so no server-side flags; one pass by default
     serve_default="$serve_default --data-path $DATA_PATH"
   else
@@ -234,6 +245,7 @@ submit_train_job() {
   echo "$LAUNCH_SCRIPT: RL_BUFFER_DIR=$RL_BUFFER_DIR"
   echo "$LAUNCH_SCRIPT: LOG_DIR=$LOG_DIR"
   [ -n "$DATA_PATH" ] && echo "$LAUNCH_SCRIPT: DATA_PATH=$DATA_PATH"
+  [ -n "$HISTORY_PATH" ] && echo "$LAUNCH_SCRIPT: HISTORY_PATH=$HISTORY_PATH (at most ${HISTORY_MAX_TURNS:-256} turns, the most recent first)"
   # shellcheck disable=SC2086  # the groups are word lists
   set -- $base $ckpt $rollout $optimizer $rl $judges $serve ${METHOD_ARGS:-} ${LORA_ARGS:-} ${EXTRA_ARGS:-} "$@"
   if [ -n "$TRAIN_JOB_DRY_RUN" ]; then

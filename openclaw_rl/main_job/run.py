@@ -34,7 +34,18 @@ def parse_main_args(argv: list[str] | None) -> argparse.Namespace:
                    help="rl (Binary RL), opd (on-policy distillation) or combine (both)")
     p.add_argument("--preference", choices=sorted(PREFERENCES), default=DEFAULT_PREFERENCE,
                    help="what the simulated user asks for (docs/learning.md: how it was chosen)")
-    p.add_argument("--steps", type=int, default=12, help="train steps (weight versions published)")
+    p.add_argument("--steps", type=int, default=None,
+                   help="train steps on live traffic (weight versions published); default 12, and 0 (the only "
+                        "value) with --history / --history-first, which stop at go-live")
+    p.add_argument("--history", metavar="PATH",
+                   help="history first: train on these earlier conversations (an OpenClaw state folder, a "
+                        "trajectory bundle, a trajectory store or a session file; docs/history.md) before going "
+                        "live, then measure the held-out questions at go-live")
+    p.add_argument("--history-first", action="store_true",
+                   help="history first with the simulated user's earlier sessions with the base model as the "
+                        "history (made first, --history-max-turns main turns; openclaw_rl/main_job/history_first.py)")
+    p.add_argument("--history-max-turns", type=int, default=96,
+                   help="most history turns judged and trained (the most recent first)")
     p.add_argument("--batch-size", type=int, default=8, help="judged turns per train step")
     p.add_argument("--max-tokens", type=int, default=32, help="reply budget of the simulated user's turns")
     p.add_argument("--held-out", type=int, default=40, help="held-out questions (never trained on)")
@@ -59,8 +70,26 @@ def parse_main_args(argv: list[str] | None) -> argparse.Namespace:
                    help="skip re-serving the saved checkpoint on a fresh server at the end")
     p.add_argument("--out", default="outputs/main-job", help="a time-stamped run folder is made here")
     a = p.parse_args(argv)
+    if a.history and a.history_first:
+        p.error("give --history PATH (your history) or --history-first (the simulated user's), not both")
+    a.history_variant = bool(a.history or a.history_first)
+    if a.history_variant:
+        if a.steps:
+            p.error("--history / --history-first stop at go-live (--steps 0): live training after the history is "
+                    "the launch scripts' HISTORY_PATH")
+        a.steps = 0
+        if a.history_max_turns < 1:
+            p.error("--history-max-turns must be >= 1")
+        if a.history:
+            from openclaw_rl.rollout.history import HistoryPathError, history_kind
+            try:
+                history_kind(a.history)
+            except HistoryPathError as exc:
+                p.error(f"--history {exc}")
+    elif a.steps is None:
+        a.steps = 12
     for flag in ("steps", "batch_size", "max_tokens", "eval_max_tokens", "concurrency", "lora_rank"):
-        if getattr(a, flag) < 1:
+        if getattr(a, flag) < (0 if flag == "steps" and a.history_variant else 1):
             p.error(f"--{flag.replace('_', '-')} must be >= 1")
     return a
 
@@ -133,6 +162,9 @@ def _reserve(a, out: Path, test_q, pref) -> dict | None:
 def main(argv: list[str] | None = None) -> int:
     """Run the main job; returns 0, or 1 if any request of the simulated user failed.
 
+    With ``--history`` / ``--history-first``: the history-first variant
+    (:mod:`openclaw_rl.main_job.history_first`), which stops at go-live.
+
     Raises:
         SystemExit(2): bad flags (argparse's one-line error).
     """
@@ -150,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     from slime.train import train
 
     a = parse_main_args(argv)
+    if a.history_variant:
+        from openclaw_rl.main_job.history_first import run_history_first
+        return run_history_first(a)
     pref = get_preference(a.preference)
     out = Path(a.out) / time.strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)

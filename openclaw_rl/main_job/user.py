@@ -40,11 +40,15 @@ class UserDriver:
         base_url / api_key: the server root (no ``/v1``) and its key.
         questions: training questions (cycled). preference: the user's preference.
         max_tokens: reply budget. turns: main turns per session. concurrency: user threads.
+        session_prefix: session ids are this plus a counter (the history's earlier sessions get
+            their own, so a live session never joins one).
     """
 
     def __init__(self, base_url: str, api_key: str, questions: list[Question], preference: Preference,
-                 max_tokens: int, turns: int = 2, concurrency: int = 2, model: str = "policy"):
+                 max_tokens: int, turns: int = 2, concurrency: int = 2, model: str = "policy",
+                 session_prefix: str = "user-"):
         self.base_url, self.api_key, self.model = base_url, api_key, model
+        self.session_prefix = session_prefix
         self.questions, self.preference = questions, preference
         self.max_tokens, self.turns = max_tokens, turns
         self._stop = threading.Event()
@@ -79,7 +83,7 @@ class UserDriver:
         client = openai.OpenAI(base_url=self.base_url + "/v1", api_key=self.api_key, max_retries=0, timeout=900)
         while not self._stop.is_set():
             i, q = self._take()
-            sid = f"user-{i}"
+            sid = f"{self.session_prefix}{i}"
             messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user_message(q, self.preference)}]
             try:
                 for k in range(self.turns):

@@ -47,6 +47,11 @@ class StoreDataSource:
             0) is held out of training for the promotion gate (``held_out``; 0: none).
         tokenizer: callable returning the policy's tokenizer, to render a person's correction or
             an edited lesson as a teacher prompt (:class:`openclaw_rl.rollout.feedback.PersonOverrides`).
+        history_only: take only the history turns a run queued (``--history-only``,
+            :mod:`openclaw_rl.rollout.history`); with ``finite`` the data ends when they are used up.
+
+    History turns (``history_rank`` set) come first, the most recent first, and are never dropped
+    as stale: ``max_staleness`` bounds live turns (their ``metadata["history"]`` is True).
 
     A person's explicit rating overrides the judge's reward, and lessons they edited or deleted
     change the turn's hint (:mod:`openclaw_rl.rollout.feedback`); a rated turn is never held out.
@@ -57,12 +62,13 @@ class StoreDataSource:
     """
 
     def __init__(self, store: TrajectoryStore, max_staleness: int | None = None, poll_s: float = 0.2,
-                 prepare=None, finite: bool = False, processor=None, holdout_every: int = 0, tokenizer=None):
+                 prepare=None, finite: bool = False, processor=None, holdout_every: int = 0, tokenizer=None,
+                 history_only: bool = False):
         self.store, self.max_staleness, self.poll_s = store, max_staleness, poll_s
         self.overrides = PersonOverrides(store, tokenizer)
         self.holdout_every = holdout_every
         self.processor = processor  # a vision-language policy's processor: turns with images
-        self.prepare, self.finite = prepare, finite
+        self.prepare, self.finite, self.history_only = prepare, finite, history_only
         self.health_check = None
         self.current_version = 0
         self.stats: Counter = Counter()
@@ -98,7 +104,7 @@ class StoreDataSource:
         deadline = None if timeout_s is None else time.time() + timeout_s
         out: list[Sample] = []
         while len(out) < n:
-            claimed = self.store.claim_judged(n - len(out))
+            claimed = self.store.claim_judged(n - len(out), history_only=self.history_only)
             for turn in self.prepare(claimed) if self.prepare and claimed else claimed:
                 judgement = self.store.judgement(turn.id) or {}
                 reward, details, rated = self.overrides.apply(turn, judgement.get("reward"), judgement.get("details"))
@@ -113,11 +119,13 @@ class StoreDataSource:
                     self.stats["held_out"] += 1
                     continue
                 staleness = self.current_version - sample.weight_version
-                if self.max_staleness is not None and staleness > self.max_staleness:
+                history = turn.history_rank is not None
+                if self.max_staleness is not None and staleness > self.max_staleness and not history:
                     self._drop(turn.id, "stale")
                     continue
                 sample.metadata["staleness"] = staleness
                 sample.metadata["judgement"] = details
+                sample.metadata["history"] = history
                 if rated:
                     sample.metadata["explicit_rating"] = int(reward)
                     self.stats["explicit_ratings"] += 1
@@ -146,8 +154,9 @@ class StoreDataSource:
         return out
 
     def exhausted(self) -> bool:
-        """No turn is waiting to be judged, being judged or judged and unclaimed."""
-        c = self.store.counts()
+        """No turn (``history_only``: no history turn) is waiting to be judged, being judged or
+        judged and unclaimed."""
+        c = self.store.counts(history_only=self.history_only)
         return not (c.get(READY, 0) or c.get(JUDGING, 0) or c.get(JUDGED, 0) or c.get(AWAITING_NEXT, 0))
 
     def _drop(self, turn_id: int, reason: str) -> None:

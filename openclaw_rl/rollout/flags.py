@@ -3,9 +3,9 @@
 One declaration per flag (:func:`slime.flags.flag`): the default, the help text and the
 environment fallback. Environment variables are read only when the flag is not on the command
 line (the seed's launch scripts: ``OPENCLAW_PORT``, ``OPENCLAW_API_KEY``, ``DATA_PATH``,
-``PRM_MODEL_PATH``, ``PRM_URL``, ``PRM_MODEL``, ``PRM_API_KEY``, ``MAJORITY_VOTE_N``,
-``MAJORITY_VOTE_THRESHOLD``, ``PRM_ENABLE``, ``PRM_M``, ``PRM_TEMPERATURE``, ``PRM_MAX_NEW_TOKENS``); a bad
-value is a one-line error.
+``HISTORY_PATH``, ``HISTORY_MAX_TURNS``, ``PRM_MODEL_PATH``, ``PRM_URL``, ``PRM_MODEL``, ``PRM_API_KEY``,
+``MAJORITY_VOTE_N``, ``MAJORITY_VOTE_THRESHOLD``, ``PRM_ENABLE``, ``PRM_M``, ``PRM_TEMPERATURE``,
+``PRM_MAX_NEW_TOKENS``); a bad value is a one-line error.
 
 Two vote counts, two judges: ``--majority-vote-n`` is the Binary RL turn judge's (live turns, judged
 from the next state; votes of ``1 / -1 / 0`` reduced by majority with ``--majority-vote-threshold``
@@ -72,6 +72,15 @@ class OpenClawFlags:
                                            default_text="4 context windows, at most a quarter of the free memory")
     data_path: str | None = flag(None, "train offline from a recorded session file (JSON/JSONL) instead of "
                                  "live traffic (no server is started)", env="DATA_PATH", path="input")
+    history_path: str | None = flag(None, "conversations from before this run to judge and train on first, the "
+                                    "most recent first: an OpenClaw state folder (~/.openclaw), a trajectory bundle, "
+                                    "a trajectory store folder (e.g. what openclaw-rl import-openclaw --out wrote) or "
+                                    "a session file (docs/history.md)", env="HISTORY_PATH", path="input")
+    history_max_turns: int = flag(256, "most history main turns judged and trained in this run (the most recent "
+                                  "ones; older ones are left out): live turns wait at most this many turns",
+                                  env="HISTORY_MAX_TURNS", ge=1)
+    history_only: bool = flag(False, "train on --history-path only, then stop: live turns are not trained in "
+                              "this run, and it ends when the history is used up (the main job's history phase)")
     prm_model_path: str | None = flag(None, "local PRM judge model", env="PRM_MODEL_PATH", path="model",
                                       default_text="the policy's base model")
     prm_url: str | None = flag(None, "OpenAI-compatible endpoint for the PRM judge (instead of a local model)",

@@ -148,13 +148,18 @@ class OpenClawRolloutService:
             self.server_url = self.server.base_url.rsplit("/v1", 1)[0]
             log.warning("serving at %s/v1; dashboard: %s/dashboard%s", self.server_url, self.server_url,
                         "?key=<admin key>" if (x.admin_api_key or self.api_key) else "")
+        self.history = None
+        if x.history_path:  # queued before anything judges: the history comes first (openclaw_rl.rollout.history)
+            from openclaw_rl.rollout.history import load_history
+            self.history = load_history(self.store, x.history_path, x.history_max_turns)
         self.text_turns.tokenize_all()  # imported turns without ids, before anything judges them
         from openclaw_rl.models import resolve_model_path
         from openclaw_rl.vl_models import load_processor
 
         processor = load_processor(resolve_model_path(cfg.model_path)) if cfg.model_path else None
         self.data_source = StoreDataSource(self.store, max_staleness=cfg.max_staleness,
-                                           prepare=self.text_turns.ensure_ids, finite=bool(x.data_path),
+                                           prepare=self.text_turns.ensure_ids,
+                                           finite=bool(x.data_path) or x.history_only, history_only=x.history_only,
                                            processor=processor, holdout_every=x.gate_holdout_every,
                                            tokenizer=self.text_turns.tokenizer if cfg.model_path else None)
         self.gate_items = GateItems(self.store, x.gate_holdout_max, processor)
@@ -190,8 +195,12 @@ class OpenClawRolloutService:
     def default_num_rollout(cls, cfg: Any) -> int | None:
         """Offline (``--data-path``): one pass over the file, ``ceil(main turns /
         --rollout-batch-size)`` steps (the last batch may be short: offline data ends, see
-        :class:`StoreDataSource`); live traffic: None (``--num-rollout`` is required)."""
+        :class:`StoreDataSource`); ``--history-only``: ``ceil(--history-max-turns /
+        --rollout-batch-size)`` (fewer when the history is shorter); live traffic: None
+        (``--num-rollout`` is required)."""
         x = cfg.flags_of("service", OpenClawFlags)
+        if x.history_only and x.history_path:  # at most the cap; the run stops early when the history is used up
+            return max(1, -(-x.history_max_turns // cfg.rollout_batch_size))
         if not x.data_path or not os.path.isfile(x.data_path):
             return None
         from openclaw_rl.capture.export import read_session_file
@@ -227,6 +236,14 @@ class OpenClawRolloutService:
             if cfg.prompt_data:
                 raise ConfigError("--prompt-data generates through the intercept server; it cannot be combined "
                                   "with --data-path (offline recorded sessions)")
+        if x.history_path:
+            from openclaw_rl.rollout.history import HistoryPathError, history_kind
+            try:
+                history_kind(x.history_path)
+            except HistoryPathError as exc:
+                raise ConfigError(f"--history-path {exc}") from None
+        elif x.history_only:
+            raise ConfigError("--history-only needs --history-path (the history to train on)")
         check_local_model("--prm-model-path", x.prm_model_path)
         if x.backend != "transformers" and not (x.server_url or x.data_path):
             from openclaw_rl.engine.engine_servers import resolve_engine_python
@@ -292,13 +309,28 @@ class OpenClawRolloutService:
         out = {f"judge/{k}": v for k, v in (self.judge_loop.stats if self.judge_loop else {}).items()}
         out.update({f"data/{k}": v for k, v in self.data_source.stats.items()})
         out.update({f"backlog/{k}": v for k, v in self.data_source.backlog().items()})
+        if self.history is not None:
+            out.update(self.history_metrics())
         return out
 
+    def history_metrics(self) -> dict:
+        """``history/<count>`` and ``history/verdict_<v>`` of the history queued for this run
+        (:func:`openclaw_rl.rollout.history.history_counts`)."""
+        from openclaw_rl.rollout.history import history_counts
+
+        c = history_counts(self.store, self.history.turn_ids, self.history.over_cap)
+        verdicts = c.pop("verdicts")
+        return {**{f"history/{k}": v for k, v in c.items()},
+                **{f"history/verdict_{k}": v for k, v in verdicts.items()}}
+
     def close(self) -> None:
-        """Stop judges and the server this service started."""
+        """Stop judges and the server this service started (and log what became of the history)."""
         self.data_source.close()
         if self.judge_loop is not None:
             self.judge_loop.stop()
+        if self.history is not None:
+            from openclaw_rl.rollout.history import history_counts, history_line
+            log.warning("%s", history_line(history_counts(self.store, self.history.turn_ids, self.history.over_cap)))
         if self.server is not None:
             from openclaw_rl.server.launcher import stop_server
             stop_server(self.server)
