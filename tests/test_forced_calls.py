@@ -15,11 +15,10 @@ import uuid
 
 import openai
 
-from openclaw_rl.engine.grammar import GrammarConstraint, grammar_tokenizer
 from openclaw_rl.models import load_tokenizer
-from openclaw_rl.server.prompt import tokenize
 from openclaw_rl.server.protocol import ChatCompletionRequest
 from openclaw_rl.server.response_format import request_grammar
+from tests.support.grammar import grammar_accepts
 from tests.support.sessions import turns_by_completion_id
 
 CITIES = ["Paris", "Oslo"]
@@ -31,20 +30,6 @@ CALL = '<tool_call>\n{{"name": "get_weather", "arguments": {{"city": "{}"}}}}\n<
 
 def _client(server) -> openai.OpenAI:
     return openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0, timeout=300)
-
-
-def _accepts(tok, grammar: str, text: str) -> bool:
-    """Whether the grammar lets the engine write ``text`` (its tokens) and then stop."""
-    stop = [tok.convert_tokens_to_ids("<|im_end|>")]
-    constraint = GrammarConstraint(grammar_tokenizer(tok, len(tok), stop), grammar, len(tok))
-    try:
-        for token_id in tokenize(tok, text):
-            if not bool(constraint.allowed_V()[token_id]):
-                return False
-            constraint.consume(token_id)
-        return bool(constraint.allowed_V()[stop[0]])
-    except ValueError:
-        return False
 
 
 def test_a_constrained_reply_holds_one_call_unless_parallel_calls_are_asked_for():
@@ -59,13 +44,13 @@ def test_a_constrained_reply_holds_one_call_unless_parallel_calls_are_asked_for(
                    "parallel_tool_calls": True},
                   {"response_format": answer}):
         grammar = request_grammar(ChatCompletionRequest(messages=MSGS, tools=TOOLS, **extra), tok)
-        assert _accepts(tok, grammar, one), extra
-        assert not _accepts(tok, grammar, two), extra
-        assert not _accepts(tok, grammar, one + "\n"), extra
+        assert grammar_accepts(tok, grammar, one), extra
+        assert not grammar_accepts(tok, grammar, two), extra
+        assert not grammar_accepts(tok, grammar, one + "\n"), extra
     for extra in ({"tool_choice": "required"}, {"response_format": answer}):
         grammar = request_grammar(ChatCompletionRequest(messages=MSGS, tools=TOOLS, parallel_tool_calls=True,
                                                         **extra), tok)
-        assert _accepts(tok, grammar, one) and _accepts(tok, grammar, two), extra
+        assert grammar_accepts(tok, grammar, one) and grammar_accepts(tok, grammar, two), extra
 
 
 def test_required_ends_after_one_call(tiny_server):

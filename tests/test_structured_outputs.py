@@ -17,11 +17,10 @@ import pytest
 from pydantic import BaseModel
 
 from openclaw_rl.capture.store import TrajectoryStore
-from openclaw_rl.engine.grammar import GrammarConstraint, grammar_tokenizer
 from openclaw_rl.models import load_tokenizer
 from openclaw_rl.server.json_schema import closed_schema
-from openclaw_rl.server.prompt import tokenize
 from openclaw_rl.server.tool_choice import tool_call_grammar
+from tests.support.grammar import grammar_accepts
 
 MSGS = [{"role": "user", "content": "What is the weather in Paris?"}]
 
@@ -88,20 +87,6 @@ def test_a_schema_that_cannot_be_compiled_is_a_400(tiny_server):
     assert "json_schema.schema" in err.value.body["message"]
 
 
-def _accepts(tok, grammar: str, text: str) -> bool:
-    """Whether the grammar lets the engine write ``text`` (its tokens) and then stop."""
-    stop = [tok.convert_tokens_to_ids("<|im_end|>")]
-    constraint = GrammarConstraint(grammar_tokenizer(tok, len(tok), stop), grammar, len(tok))
-    try:
-        for token_id in tokenize(tok, text):
-            if not bool(constraint.allowed_V()[token_id]):
-                return False
-            constraint.consume(token_id)
-        return bool(constraint.allowed_V()[stop[0]])
-    except ValueError:
-        return False
-
-
 def test_forced_call_arguments_admit_only_declared_keys():
     """A forced call's arguments follow the schema exactly: no undeclared key (the schema does not
     say ``additionalProperties: false``), required keys present, types right; a schema that allows
@@ -114,15 +99,15 @@ def test_forced_call_arguments_admit_only_declared_keys():
     def call(args: str) -> str:
         return '<tool_call>\n{"name": "book", "arguments": ' + args + '}\n</tool_call>'
 
-    assert _accepts(tok, grammar, call('{"destination": "Paris"}'))
-    assert _accepts(tok, grammar, call('{"destination": "Paris", "days": 3}'))
-    assert not _accepts(tok, grammar, call('{"tz": "UTC", "destination": "Paris"}'))
-    assert not _accepts(tok, grammar, call('{"destination": "Paris", "tz": "UTC"}'))
-    assert not _accepts(tok, grammar, call('{"days": 3}'))
-    assert not _accepts(tok, grammar, call('{"destination": "Paris", "days": "3"}'))
+    assert grammar_accepts(tok, grammar, call('{"destination": "Paris"}'))
+    assert grammar_accepts(tok, grammar, call('{"destination": "Paris", "days": 3}'))
+    assert not grammar_accepts(tok, grammar, call('{"tz": "UTC", "destination": "Paris"}'))
+    assert not grammar_accepts(tok, grammar, call('{"destination": "Paris", "tz": "UTC"}'))
+    assert not grammar_accepts(tok, grammar, call('{"days": 3}'))
+    assert not grammar_accepts(tok, grammar, call('{"destination": "Paris", "days": "3"}'))
     open_params = {**params, "additionalProperties": True}
     open_grammar = tool_call_grammar(tok, [{"name": "book", "parameters": open_params}], multiple=False)
-    assert _accepts(tok, open_grammar, call('{"destination": "Paris", "tz": "UTC"}'))
+    assert grammar_accepts(tok, open_grammar, call('{"destination": "Paris", "tz": "UTC"}'))
 
 
 def test_closed_schema_closes_declared_objects_only():
