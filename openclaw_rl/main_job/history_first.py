@@ -32,7 +32,9 @@ import json
 import time
 from pathlib import Path
 
+from openclaw_rl.main_job.run import API_KEY, SERVER_THREADS, trainer_argv
 from openclaw_rl.preferences import get_preference
+from openclaw_rl.rollout.history import OVER_CAP, history_counts, history_line
 
 __all__ = ["make_history", "run_history_first"]
 
@@ -48,7 +50,6 @@ def make_history(a: argparse.Namespace, out: Path, questions, pref, test_q, say)
         ``(history folder, base measurement, the user's truth records)``.
     """
     from openclaw_rl.main_job.heldout import measure
-    from openclaw_rl.main_job.run import API_KEY, SERVER_THREADS
     from openclaw_rl.main_job.user import UserDriver
     from openclaw_rl.server.launcher import running_server
 
@@ -80,7 +81,6 @@ def make_history(a: argparse.Namespace, out: Path, questions, pref, test_q, say)
 
 def history_report_lines(result: dict) -> list[str]:
     """The variant's outcome in a few plain lines."""
-    from openclaw_rl.rollout.history import history_line
 
     m = result["mcnemar"]
     return [f"held-out satisfaction: base {result['satisfaction_base']:.3f} -> go-live "
@@ -98,8 +98,6 @@ def run_history_first(a: argparse.Namespace) -> int:
     from openclaw_rl.main_job.progress import StepProgress, console_to_log
     from openclaw_rl.main_job.questions import question_sets
     from openclaw_rl.main_job.report import joined_turns, judge_report
-    from openclaw_rl.main_job.run import API_KEY, SERVER_THREADS, trainer_argv
-    from openclaw_rl.rollout.history import OVER_CAP, history_counts
     from openclaw_rl.server.launcher import running_server
     from slime.run_args import parse_run_args
     from slime.train import train

@@ -162,11 +162,11 @@ def _reserve(a, out: Path, test_q, pref) -> dict | None:
 def main(argv: list[str] | None = None) -> int:
     """Run the main job; returns 0, or 1 if any request of the simulated user failed.
 
-    With ``--history`` / ``--history-first``: the history-first variant
-    (:mod:`openclaw_rl.main_job.history_first`), which stops at go-live.
+    ``--history`` / ``--history-first`` select the history-first variant, which
+    ``python -m openclaw_rl.main_job`` runs instead (:mod:`openclaw_rl.main_job.history_first`).
 
     Raises:
-        SystemExit(2): bad flags (argparse's one-line error).
+        SystemExit(2): bad flags (argparse's one-line error, and the history variant here).
     """
     import ray
 
@@ -183,8 +183,7 @@ def main(argv: list[str] | None = None) -> int:
 
     a = parse_main_args(argv)
     if a.history_variant:
-        from openclaw_rl.main_job.history_first import run_history_first
-        return run_history_first(a)
+        raise SystemExit("--history/--history-first: run python -m openclaw_rl.main_job (history_first.run_history_first)")
     pref = get_preference(a.preference)
     out = Path(a.out) / time.strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
