@@ -78,7 +78,9 @@ def test_cut_off_calls_are_never_calls():
 
 def test_max_tokens_inside_a_forced_call_through_the_server(tiny_server):
     """The engine writes a complete call (tool_choice names it); the same request with
-    max_tokens ending just before </tool_call> gets length, no call, and the store agrees."""
+    max_tokens ending just before </tool_call> gets length, no call and no ``<tool_call>`` markup
+    as content (a forced reply can only have been a call: issue 29), and the store agrees: no call,
+    the sampled text kept token-exact."""
     client = _client(tiny_server)
     kw = dict(model="m", messages=[{"role": "user", "content": "read one"}], tools=TOOLS,
               tool_choice=FORCED, seed=7, logprobs=True)
@@ -89,16 +91,18 @@ def test_max_tokens_inside_a_forced_call_through_the_server(tiny_server):
     cut = client.chat.completions.create(max_tokens=close, extra_headers={"X-Session-Id": "cut"}, **kw)
     choice = cut.choices[0]
     assert choice.finish_reason == "length" and not choice.message.tool_calls
-    assert choice.message.content == "".join(tokens[:close])
-    assert json.loads(choice.message.content[len("<tool_call>"):])["name"] == "read"  # JSON was complete
+    assert not choice.message.content  # the unfinished call's markup never reaches the user
     chunks = list(client.chat.completions.create(max_tokens=close, stream=True,
                                                  extra_headers={"X-Session-Id": "cut-stream"}, **kw))
     assert not any(c.choices and c.choices[0].delta.tool_calls for c in chunks)
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == ""
     assert [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason] == ["length"]
     store = TrajectoryStore(tiny_server.buffer_dir)
     for sid in ("cut", "cut-stream"):
         (turn,) = store.turns(session_id=sid)
         assert turn.finish_reason == "length" and turn.tool_calls is None
+        assert turn.response_text == "".join(tokens[:close])  # what was sampled, JSON complete
+        assert json.loads(turn.response_text[len("<tool_call>"):])["name"] == "read"
     store.close()
 
 

@@ -94,6 +94,9 @@ def test_a_nan_loss_at_training_time_stops_the_run_before_the_update(tiny_server
     r = _train("--data-path", str(data), "--custom-rm-path", "tests/plugins/low_ids_reward.py",
                "--custom-loss-function-path", spec, "--rollout-batch-size", "3", "--micro-batch-size", "3",
                "--advantage-estimator", "broadcast", "--truncated-replies", "train",  # 6-token replies are cut
+               # all 3 samples are trained even when the random model sampled an id outside the
+               # vocabulary (masked by default: the loss would then see 2, like the probe)
+               "--degenerate-samples", "train",
                "--rl-buffer-dir", str(tmp_path / "buf"), "--log-dir", str(tmp_path / "logs"),
                "--save", str(tmp_path / "ckpt"), timeout=600)
     assert r.returncode == 1, r.stderr[-4000:]
