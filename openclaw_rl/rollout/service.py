@@ -18,13 +18,15 @@ import httpx
 from pathlib import Path
 from typing import Any
 
-from openclaw_rl.capture.export import import_sessions
+from openclaw_rl.capture.export import import_sessions, read_session_file
+from openclaw_rl.capture.records import TurnType
 from openclaw_rl.capture.store import TrajectoryStore
 from openclaw_rl.capture.text_turns import needs_ids, tokenize_untokenized_turns
 from openclaw_rl.rollout.data_source import StoreDataSource
 from openclaw_rl.rollout.devices import server_backend_args, server_device_args, server_env
 from openclaw_rl.rollout.flags import SERVER_SIDE_FLAGS, OpenClawFlags
 from openclaw_rl.rollout.gate_items import GateItems
+from openclaw_rl.rollout.history import HistoryPathError, history_counts, history_kind, history_line, load_history
 from openclaw_rl.rollout.judge_loop import JudgeLoop
 from openclaw_rl.rollout.prompt_rollout import DEFAULT_GENERATE
 from openclaw_rl.rollout.publish import post_weights
@@ -150,7 +152,6 @@ class OpenClawRolloutService:
                         "?key=<admin key>" if (x.admin_api_key or self.api_key) else "")
         self.history = None
         if x.history_path:  # queued before anything judges: the history comes first (openclaw_rl.rollout.history)
-            from openclaw_rl.rollout.history import load_history
             self.history = load_history(self.store, x.history_path, x.history_max_turns)
         self.text_turns.tokenize_all()  # imported turns without ids, before anything judges them
         from openclaw_rl.models import resolve_model_path
@@ -203,8 +204,6 @@ class OpenClawRolloutService:
             return max(1, -(-x.history_max_turns // cfg.rollout_batch_size))
         if not x.data_path or not os.path.isfile(x.data_path):
             return None
-        from openclaw_rl.capture.export import read_session_file
-        from openclaw_rl.capture.records import TurnType
         n = sum(t.turn_type == TurnType.MAIN for _, turns in read_session_file(x.data_path) for t in turns)
         return max(1, -(-n // cfg.rollout_batch_size))
 
@@ -231,13 +230,11 @@ class OpenClawRolloutService:
         if x.data_path:
             if not os.path.isfile(x.data_path):
                 raise ConfigError(f"--data-path {x.data_path}: no such file")
-            from openclaw_rl.capture.export import read_session_file
             read_session_file(x.data_path)  # SessionFormatError (a ValueError) names file:line
             if cfg.prompt_data:
                 raise ConfigError("--prompt-data generates through the intercept server; it cannot be combined "
                                   "with --data-path (offline recorded sessions)")
         if x.history_path:
-            from openclaw_rl.rollout.history import HistoryPathError, history_kind
             try:
                 history_kind(x.history_path)
             except HistoryPathError as exc:
@@ -316,8 +313,6 @@ class OpenClawRolloutService:
     def history_metrics(self) -> dict:
         """``history/<count>`` and ``history/verdict_<v>`` of the history queued for this run
         (:func:`openclaw_rl.rollout.history.history_counts`)."""
-        from openclaw_rl.rollout.history import history_counts
-
         c = history_counts(self.store, self.history.turn_ids, self.history.over_cap)
         verdicts = c.pop("verdicts")
         return {**{f"history/{k}": v for k, v in c.items()},
@@ -329,7 +324,6 @@ class OpenClawRolloutService:
         if self.judge_loop is not None:
             self.judge_loop.stop()
         if self.history is not None:
-            from openclaw_rl.rollout.history import history_counts, history_line
             log.warning("%s", history_line(history_counts(self.store, self.history.turn_ids, self.history.over_cap)))
         if self.server is not None:
             from openclaw_rl.server.launcher import stop_server
