@@ -13,6 +13,7 @@ from pathlib import Path
 from openclaw_rl.main_job.progress import StepProgress, console_to_log
 from openclaw_rl.models import DEFAULT_MODEL
 from openclaw_rl.preferences import DEFAULT_PREFERENCE, PREFERENCES, get_preference
+from openclaw_rl.rollout.history import HistoryPathError, history_kind
 
 API_KEY = "sk-local"
 #: torch threads of the server that answers the simulated user (the trainer takes the other cores)
@@ -81,7 +82,6 @@ def parse_main_args(argv: list[str] | None) -> argparse.Namespace:
         if a.history_max_turns < 1:
             p.error("--history-max-turns must be >= 1")
         if a.history:
-            from openclaw_rl.rollout.history import HistoryPathError, history_kind
             try:
                 history_kind(a.history)
             except HistoryPathError as exc:

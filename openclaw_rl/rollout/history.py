@@ -42,8 +42,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from openclaw_rl.capture.records import READY, SIDE, SKIPPED, TRAINED, TurnType, insert_turn_sql, turn_insert_values
+from openclaw_rl.capture.export import import_sessions, read_session_file
+from openclaw_rl.capture.openclaw_history.importer import plan_import, read_sources, write_plan
+from openclaw_rl.capture.openclaw_history.sources import HistoryVersionError, SessionReadError
+from openclaw_rl.capture.records import READY, SIDE, SKIPPED, TRAINED, TurnType, insert_turn_sql, row_to_record, turn_insert_values
 from openclaw_rl.capture.store import HELD_OUT, TrajectoryStore, session_key
+from openclaw_rl.capture.turn_rules import TurnRules
 
 __all__ = ["OVER_CAP", "HistoryLoad", "HistoryPathError", "history_counts", "history_kind", "history_line",
            "load_history"]
@@ -98,7 +102,6 @@ class HistoryLoad:
         over_cap: history turns left out by the cap.
         lines: what the import said (sessions skipped and why, problems), for the log.
     """
-
     path: str
     kind: str
     sessions_added: int = 0
@@ -109,10 +112,6 @@ class HistoryLoad:
 
 
 def _from_openclaw(store: TrajectoryStore, path: str, kind: str, load: HistoryLoad) -> list[str]:
-    from openclaw_rl.capture.openclaw_history.importer import plan_import, read_sources, write_plan
-    from openclaw_rl.capture.openclaw_history.sources import HistoryVersionError, SessionReadError
-    from openclaw_rl.capture.turn_rules import TurnRules
-
     try:
         found = read_sources(path if kind == "openclaw-state" else None, [path] if kind == "bundle" else [], None)
     except (HistoryVersionError, SessionReadError) as exc:
@@ -138,7 +137,6 @@ def _from_store(store: TrajectoryStore, path: str) -> list[str]:
         sessions = src.execute("SELECT * FROM sessions ORDER BY created_at, rowid").fetchall()
     except sqlite3.DatabaseError as exc:
         raise HistoryPathError(f"{path}: not a readable trajectory store ({exc})") from None
-    from openclaw_rl.capture.records import row_to_record
     ids = []
     try:
         for s in sessions:
@@ -162,8 +160,6 @@ def _from_store(store: TrajectoryStore, path: str) -> list[str]:
 
 
 def _from_session_file(store: TrajectoryStore, path: str, load: HistoryLoad) -> list[str]:
-    from openclaw_rl.capture.export import import_sessions, read_session_file
-
     try:
         parsed = read_session_file(path)
     except ValueError as exc:
