@@ -17,9 +17,11 @@ import pytest
 from pydantic import BaseModel
 
 from openclaw_rl.capture.store import TrajectoryStore
+from openclaw_rl.engine.grammar import GrammarConstraint, grammar_tokenizer
 from openclaw_rl.models import load_tokenizer
 from openclaw_rl.server.json_schema import closed_schema
-from openclaw_rl.server.tool_choice import tool_call_grammar
+from openclaw_rl.server.prompt import tokenize
+from openclaw_rl.server.tool_choice import json_rule, tool_call_grammar
 from tests.support.grammar import grammar_accepts
 
 MSGS = [{"role": "user", "content": "What is the weather in Paris?"}]
@@ -127,3 +129,70 @@ def test_closed_schema_closes_declared_objects_only():
                  {**inner, "patternProperties": {"^t": {}}}, {**inner, "allOf": [{"required": ["x"]}]},
                  {"type": "object"}, {"enum": [{"properties": 1}]}):
         assert closed_schema(kept) == kept
+
+
+#: an output type the random model can fill without end: two free strings and a list of strings
+PERSON = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"},
+                                           "languages": {"type": "array", "items": {"type": "string"}}},
+          "required": ["name", "age", "languages"]}
+
+
+def test_a_constrained_reply_closes_within_max_tokens(tiny_server):
+    """A schema whose strings and list the random model fills without end, with a ``max_tokens``
+    too small for what it would write: every reply (streamed or not, ``response_format`` or a
+    forced call) ends complete within ``max_tokens`` with finish ``stop`` and follows the schema,
+    its last string or list cut short (budget-aware closing, :mod:`openclaw_rl.engine.closing`).
+    Without the closing the model writes string content until ``max_tokens`` cuts the JSON."""
+    jsonschema = pytest.importorskip("jsonschema")
+    client = _client(tiny_server)
+    fmt = {"type": "json_schema", "json_schema": {"name": "person", "schema": PERSON}}
+    for seed in range(3):
+        r = client.chat.completions.create(model="m", messages=MSGS, response_format=fmt, max_tokens=24, seed=seed)
+        assert r.choices[0].finish_reason == "stop" and r.usage.completion_tokens <= 24
+        jsonschema.validate(json.loads(r.choices[0].message.content), PERSON)
+    chunks = list(client.chat.completions.create(model="m", messages=MSGS, response_format=fmt, max_tokens=20,
+                                                 seed=5, stream=True))
+    assert chunks[-1].choices[0].finish_reason == "stop"
+    jsonschema.validate(json.loads("".join(c.choices[0].delta.content or "" for c in chunks if c.choices)), PERSON)
+    tools = [{"type": "function", "function": {"name": "remember", "parameters": PERSON}}]
+    forced = {"type": "function", "function": {"name": "remember"}}
+    for seed in range(2):
+        r = client.chat.completions.create(model="m", messages=MSGS, tools=tools, tool_choice=forced, max_tokens=40,
+                                           seed=seed)
+        (call,) = r.choices[0].message.tool_calls
+        assert r.choices[0].finish_reason == "tool_calls" and r.usage.completion_tokens <= 40
+        jsonschema.validate(json.loads(call.function.arguments), PERSON)
+
+
+def test_the_closing_completes_the_grammar_from_any_state():
+    """:func:`openclaw_rl.engine.closing.closing_tokens` from states inside a string, a number, a
+    list, before required keys and inside a forced call: consumed, the closing completes the
+    grammar (the stop token is then allowed), and the text is valid JSON of the schema; near the
+    budget the mask narrows to the tokens that start the closing."""
+    jsonschema = pytest.importorskip("jsonschema")
+    tok = load_tokenizer("builtin:tiny-qwen3")
+    stop = tok.convert_tokens_to_ids("<|im_end|>")
+    answer = "start: answer\n" + json_rule("answer", PERSON)
+    call = tool_call_grammar(tok, [{"name": "remember", "parameters": PERSON}], multiple=False)
+    cases = [(answer, ""), (answer, '{"name": "Al'), (answer, '{"name": "Alice", "age": 3'),
+             (answer, '{"name": "Alice", "age": 30, "languages": ['),
+             (answer, '{"name": "Alice", "age": 30, "languages": ["French", "Eng'),
+             (call, '<tool_call>\n{"name": "remember", "arguments": {"name": "Al')]
+    for grammar, prefix in cases:
+        constraint = GrammarConstraint(grammar_tokenizer(tok, len(tok), [stop]), grammar, len(tok))
+        for token_id in tokenize(tok, prefix):
+            constraint.consume(token_id)
+        closing = constraint.closing(64)
+        assert closing is not None and constraint.closing(len(closing)) is None  # it needs len + 1 (stop)
+        assert bool((constraint.allowed_V(len(closing) + 2) == constraint.allowed_V()).all())  # free until then
+        narrowed = constraint.allowed_V(len(closing) + 1)
+        assert bool(narrowed[closing[0]]) and int(narrowed.sum()) <= 4
+        for token_id in closing:
+            constraint.consume(token_id)
+        assert bool(constraint.allowed_V()[stop]) and bool(constraint.allowed_V(1)[stop])
+        text = prefix + tok.decode(closing)
+        if grammar is call:
+            text = text.removeprefix('<tool_call>\n').removesuffix('\n</tool_call>')
+            assert json.loads(text)["name"] == "remember"
+            text = json.dumps(json.loads(text)["arguments"])
+        jsonschema.validate(json.loads(text), PERSON)

@@ -7,6 +7,11 @@ the others get probability 0 and the rest is renormalised (temperature and top-p
 is left). So the reported logprob of each token is its logprob under the distribution it was
 actually sampled from, the constrained one (a token that is the only one allowed has logprob 0).
 Once the grammar is complete only the stop tokens are allowed.
+
+Given the tokens a request may still sample (its budget), the mask also keeps the reply closable
+in time (:mod:`openclaw_rl.engine.closing`): once the budget is down to what the closing needs,
+only tokens that follow the closing are allowed, so a constrained reply ends complete (its last
+string or list cut short) instead of being cut by ``max_tokens``.
 """
 
 from __future__ import annotations
@@ -14,6 +19,11 @@ from __future__ import annotations
 import threading
 
 import torch
+
+from openclaw_rl.engine.closing import closing_prefix_ids, closing_tokens, token_bytes
+
+#: the longest closing searched for (tokens); a state that needs more decodes as if unlimited
+MAX_CLOSING = 256
 
 _LOCK = threading.Lock()
 _TOKENIZERS: dict[tuple, object] = {}
@@ -76,13 +86,73 @@ class GrammarConstraint:
         self._words = (vocab_size + 31) // 32
         self._bits = torch.arange(32, dtype=torch.int32)
         self._allowed_V: torch.Tensor | None = None  # the mask until the next consume()
+        self._ll_tokenizer = ll_tokenizer
+        token_bytes(ll_tokenizer)  # built once per tokenizer, here off the event loop
+        self._closing: tuple[int, list[int] | None] | None = None  # (cap, closing) until the next consume()
 
-    def allowed_V(self) -> torch.Tensor:
+    def allowed_V(self, budget: int | None = None) -> torch.Tensor:
         """Boolean mask of allowed next tokens, shape [V].
+
+        Args:
+            budget: the tokens the request may still sample, this one included (None: no
+                limit). When the budget is down to what the closing needs (its tokens and the
+                stop token), only the tokens that start the closing are allowed, or the stop
+                tokens once the grammar is complete (:mod:`openclaw_rl.engine.closing`).
 
         Raises:
             ValueError: the matcher is in an error state (nothing is allowed).
         """
+        allowed = self._grammar_V()
+        if budget is None:
+            return allowed
+        closing = self.closing(budget)
+        if closing is None or len(closing) + 1 < budget:
+            return allowed
+        return self.closing_V(budget)
+
+    def closing(self, budget: int) -> list[int] | None:
+        """The tokens that complete the grammar from here, if it can be completed within
+        ``budget - 1`` tokens (the last one is the stop token) and :data:`MAX_CLOSING`; None
+        otherwise."""
+        cap = min(budget - 1, MAX_CLOSING)
+        if self._closing is None or (self._closing[1] is None and self._closing[0] < cap):
+            self._closing = (cap, closing_tokens(self._matcher, token_bytes(self._ll_tokenizer), max(cap, 0)))
+        found = self._closing[1]
+        return found if found is not None and len(found) <= cap else None
+
+    def closing_V(self, budget: int) -> torch.Tensor:
+        """The grammar's mask narrowed to the tokens that start the closing (the stop tokens when
+        the grammar is complete); the grammar's own mask when there is no closing within
+        ``budget``."""
+        allowed = self._grammar_V()
+        closing = self.closing(budget)
+        if closing is None:
+            return allowed
+        vocab = token_bytes(self._ll_tokenizer)
+        ids = closing_prefix_ids(closing, vocab, self._ll_tokenizer) if closing else vocab.stop_ids
+        keep = torch.zeros_like(allowed)
+        keep[[i for i in ids if i < self.vocab_size]] = True
+        narrowed = allowed & keep
+        return narrowed if bool(narrowed.any()) else allowed
+
+    def advance(self, token_id: int, budget: int) -> bool:
+        """Consume ``token_id`` unless, from the state after it, the grammar could no longer be
+        completed within the ``budget - 1`` tokens left (the check applies only where the current
+        state has a closing within ``budget``); False (nothing consumed) in that case.
+
+        Raises:
+            ValueError: the token was not allowed.
+        """
+        closable = self.closing(budget) is not None
+        self.consume(token_id)
+        if not closable or self.closing(budget - 1) is not None:
+            return True
+        self._matcher.rollback(1)
+        self._allowed_V = self._closing = None
+        return False
+
+    def _grammar_V(self) -> torch.Tensor:
+        """The grammar's own mask [V] (cached until the next consume)."""
         from llguidance.torch import fill_next_token_bitmask
 
         if self._allowed_V is not None:
@@ -103,7 +173,7 @@ class GrammarConstraint:
         Raises:
             ValueError: the token was not allowed.
         """
-        self._allowed_V = None
+        self._allowed_V = self._closing = None
         if not self._matcher.consume_token(int(token_id)):
             raise ValueError(f"token {token_id} violates the grammar: {self._matcher.get_error()}")
 

@@ -277,13 +277,23 @@ class TransformersEngine(Engine):
         return out.logits[:, -1]
 
     def _sample(self, req: Request, logits_V: torch.Tensor) -> TokenEvent:
-        """Sample one row's token (its params, RNG and grammar mask) and advance its grammar.
+        """Sample one row's token (its params, RNG and grammar mask) and advance its grammar. A
+        grammar's mask keeps the reply closable within the tokens left (``max_new``,
+        :meth:`GrammarConstraint.allowed_V`); a token that would leave too few to close it (a
+        structure that grows the closing by more than it shortens the budget) is drawn again
+        from the closing's tokens, and its logprob is under that mask.
 
         Raises:
             ValueError: the grammar matcher is in an error state or allows nothing.
         """
-        allowed = req.constraint.allowed_V() if req.constraint is not None else None
-        event = sample_next_token(logits_V, req.params, req.generator, allowed)
-        if req.constraint is not None and event.token_id not in req.stop_ids:
-            req.constraint.consume(event.token_id)
+        constraint = req.constraint
+        if constraint is None:
+            return sample_next_token(logits_V, req.params, req.generator)
+        budget = req.max_new - len(req.result.token_ids)
+        event = sample_next_token(logits_V, req.params, req.generator, constraint.allowed_V(budget))
+        if event.token_id not in req.stop_ids and not constraint.advance(event.token_id, budget):
+            # the token would leave too few tokens to close the grammar: take one of the closing's
+            event = sample_next_token(logits_V, req.params, req.generator, constraint.closing_V(budget))
+            if event.token_id not in req.stop_ids:
+                constraint.consume(event.token_id)
         return event

@@ -3,8 +3,11 @@
 ``{"type": "json_schema", "json_schema": {"schema": ...}}`` is not a hint: the reply is JSON that
 follows the schema exactly (:func:`openclaw_rl.server.tool_choice.json_rule`: required keys present,
 types right, no undeclared keys unless the schema allows them explicitly), in ``json.dumps``
-layout, ended by the model's stop token as soon as the value is complete, so it always parses
-(unless ``max_tokens`` cuts it: finish reason ``length``). ``{"type": "json_object"}`` is any JSON
+layout, ended by the model's stop token as soon as the value is complete, so it always parses:
+near ``max_tokens`` the engine closes the value in time (:mod:`openclaw_rl.engine.closing`: its
+last string or list is cut short, finish reason ``stop``, where OpenAI returns ``length`` and
+truncated JSON); only a reply that cannot be closed within ``max_tokens`` (or on an engine without
+the closing, ``--backend vllm``) is cut, with finish reason ``length``. ``{"type": "json_object"}`` is any JSON
 object. ``strict`` changes nothing: the schema is always enforced. With ``tools`` and
 ``tool_choice`` ``auto`` (or none given) the reply is either that JSON or tool calls (an agent with
 an output type still calls its tools: one call, or several with ``parallel_tool_calls: true``, as

@@ -14,8 +14,10 @@ true; here it means one call, because a small model told it must call may repeat
 ``max_tokens``: on 20 seeds smollm2-135m repeated a call in 4 replies and ran to ``max_tokens`` in 7,
 ``benchmarks/structured_outputs.py``.)
 With ``parallel_tool_calls: true`` ``"required"`` allows one or more calls separated by a newline,
-the model choosing when to stop. Nothing else may precede the call (no content, no ``<think>``),
-and a forced reply cut by ``max_tokens`` before its call is complete has no content either: the
+the model choosing when to stop. Nothing else may precede the call (no content, no ``<think>``).
+Near ``max_tokens`` the engine closes the call in time (:mod:`openclaw_rl.engine.closing`: its
+last argument string or list cut short); a forced reply that cannot be closed within
+``max_tokens`` and is cut before its call is complete has no content either: the
 unfinished markup is neither a call nor text (see :class:`openclaw_rl.tool_parser.OutputParser`). The arguments follow the function's
 ``parameters`` JSON schema exactly: required keys present, types right, and no key the schema does
 not declare unless it allows other keys explicitly
