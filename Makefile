@@ -63,6 +63,7 @@ run: install
 
 test: install
 	bash tests/openclaw_agent/install.sh >/dev/null
+	bash tests/openclaw_agent/install.sh example examples/typescript >/dev/null
 	$(PY) -m tests.support.build_models
 	OPENCLAW_TEST_PYTHON=$(abspath $(PY)) $(NETNS) $(PY) -m pytest -q -p no:cacheprovider --durations=15 \
 	  --tx 2*popen//python=tests/support/netns_python --dist load -m "not exhaustive and not vllm" $(PYTEST_ARGS)
@@ -79,7 +80,7 @@ test-learning: install
 	  --tx 2*popen//python=tests/support/netns_python --dist load tests/test_track2_learning.py $(PYTEST_ARGS)
 
 test-fast: install
-	$(NETNS) $(PY) -m pytest -q -m "not slow and not openclaw and not exhaustive" $(PYTEST_ARGS)
+	$(NETNS) $(PY) -m pytest -q -m "not slow and not openclaw and not node and not exhaustive" $(PYTEST_ARGS)
 
 # the --backend vllm tests on real vLLM servers (CPU build), in the environment a user gets from
 # `make vllm` (no VLLM_CPU_* variables: the server sizes the KV cache and threads itself);

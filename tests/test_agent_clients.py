@@ -22,7 +22,7 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel
 
-from openclaw_rl.capture.store import TrajectoryStore
+from tests.support.sessions import one_session
 
 CITIES = ["Paris", "Oslo"]
 WEATHER_FN = {"name": "get_weather", "description": "The weather in a city.",
@@ -41,27 +41,6 @@ class Weather(BaseModel):
 
 def _marked(marker: str) -> str:
     return f"You check the weather ({marker})."
-
-
-def _session_turns(server, system: str, n: int) -> list:
-    """The ``n`` recorded turns whose system message is ``system``, oldest first, checked to be
-    one session of main turns, each linked to the next one (next state recorded; the next prompt
-    extends this turn's prompt and sampled ids, or, where the client changed the tools and so the
-    system prompt, the break is detected: ``prefix_ok`` false)."""
-    store = TrajectoryStore(server.buffer_dir)
-    try:
-        turns = [t for t in store.turns() if t.messages[0].get("content") == system]
-    finally:
-        store.close()
-    turns.sort(key=lambda t: t.id)
-    assert len(turns) == n, [(t.id, t.response_text) for t in turns]
-    assert len({t.session_id for t in turns}) == 1
-    assert all(t.turn_type == "main" and t.trainable for t in turns)
-    for prev, nxt in zip(turns, turns[1:]):
-        assert prev.next_state is not None and prev.status != "awaiting_next", prev
-        extends = nxt.prompt_ids[:len(prev.prompt_ids) + len(prev.response_ids)] == prev.prompt_ids + prev.response_ids
-        assert nxt.prefix_ok is extends is (nxt.tools == prev.tools), (prev.tools, nxt.tools)
-    return turns
 
 
 def test_langchain_tools_streaming_and_structured_output(tiny_server):
@@ -92,7 +71,7 @@ def test_langchain_tools_streaming_and_structured_output(tiny_server):
     parsed = llm(max_tokens=40, seed=3).with_structured_output(Weather).invoke(history)
     assert isinstance(parsed, Weather)
 
-    t1, t2, t3 = _session_turns(tiny_server, _marked(marker), 3)
+    t1, t2, t3 = one_session(tiny_server, _marked(marker), 3)
     assert (t1.next_state_role, t1.next_state) == ("tool", f"[tool {call['id']}] sunny, 21 C")
     assert t1.finish_reason == "tool_calls" and json.loads(t1.tool_calls[0]["function"]["arguments"]) == call["args"]
     assert (t2.next_state_role, t2.next_state) == ("user", "Now as JSON, please.")
@@ -123,7 +102,7 @@ def test_litellm_completion_against_the_server(tiny_server):
     history += [{"role": "assistant", "content": text}, {"role": "user", "content": "Thanks."}]
     litellm.completion(messages=history, tools=[TOOL], max_tokens=4, seed=3, **base)
 
-    t1, t2, _ = _session_turns(tiny_server, _marked(marker), 3)
+    t1, t2, _ = one_session(tiny_server, _marked(marker), 3)
     assert (t1.next_state_role, t1.next_state) == ("tool", f"[tool {call.id}] rain, 9 C")
     assert t2.response_text == text and (t2.next_state_role, t2.next_state) == ("user", "Thanks.")
 
@@ -159,7 +138,7 @@ def test_openai_agents_sdk_tool_and_output_type(tiny_server):
                                     run_config=RunConfig(tracing_disabled=True)))
     assert isinstance(result.final_output, Weather) and len(seen) == 1 and seen[0] in CITIES
     assert len(result.raw_responses) == 2
-    turns = _session_turns(tiny_server, instructions, 2)
+    turns = one_session(tiny_server, instructions, 2)
     assert [t.completion_id for t in turns] == [r.response_id for r in result.raw_responses]
     assert turns[0].finish_reason == "tool_calls" and turns[0].next_state_role == "tool"
     assert turns[-1].constrained and Weather.model_validate_json(turns[-1].response_text) == result.final_output

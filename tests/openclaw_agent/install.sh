@@ -3,8 +3,12 @@
 # path of a launcher that runs `openclaw` under that Node.
 #
 #   tests/openclaw_agent/install.sh            # -> ~/.cache/openclaw-rl/openclaw-node/bin/openclaw
+#   tests/openclaw_agent/install.sh example DIR
+#       # a Node package's dependencies (DIR/package.json, DIR/package-lock.json, installed with
+#       # `npm ci` under Node 24) into <cache>/examples/<hash of the two files>; prints two lines:
+#       # the Node 24 binary, then that install's node_modules folder (examples/typescript uses it)
 #
-# Idempotent: a finished install leaves a stamp; later runs only print the path.
+# Idempotent: a finished install leaves a stamp; later runs only print the path(s).
 # Needs `npm` (any version) and the npm registry; nothing else is downloaded.
 # Environment:
 #   OPENCLAW_RL_CACHE      cache root (default ~/.cache/openclaw-rl)
@@ -24,6 +28,39 @@ case "$(uname -s)-$(uname -m)" in
 esac
 
 NODE_BIN="$CACHE_DIR/node/node_modules/$NODE_PKG/bin/node"
+NPM_FLAGS=(--no-audit --no-fund --no-update-notifier --loglevel=error --ignore-scripts)
+
+# `example DIR`: Node 24 (installed alone when OpenClaw's install has not put it there) and
+# DIR's locked dependencies, each install keyed by the hash of package.json + package-lock.json.
+if [[ "${1:-}" == example ]]; then
+  EXAMPLE_DIR="${2:?install.sh example DIR}"
+  KEY=$(cat "$EXAMPLE_DIR/package.json" "$EXAMPLE_DIR/package-lock.json" | sha256sum | cut -c1-16)
+  TARGET="$CACHE_DIR/examples/$KEY"
+  if [[ -x "$NODE_BIN" && -f "$TARGET/.installed" ]]; then
+    printf '%s\n%s\n' "$NODE_BIN" "$TARGET/node_modules"
+    exit 0
+  fi
+  mkdir -p "$CACHE_DIR"
+  exec 9>"$CACHE_DIR/.lock"
+  if command -v flock >/dev/null 2>&1; then flock 9; fi
+  command -v npm >/dev/null 2>&1 || { echo "install.sh: npm is required" >&2; exit 1; }
+  if [[ ! -x "$NODE_BIN" ]]; then
+    echo "install.sh: installing $NODE_PKG@$NODE_SPEC into $CACHE_DIR/node" >&2
+    mkdir -p "$CACHE_DIR/node"
+    printf '{"private": true}\n' >"$CACHE_DIR/node/package.json"
+    npm install --prefix "$CACHE_DIR/node" "${NPM_FLAGS[@]}" "$NODE_PKG@$NODE_SPEC" >&2
+  fi
+  if [[ ! -f "$TARGET/.installed" ]]; then
+    echo "install.sh: installing the dependencies of $EXAMPLE_DIR into $TARGET" >&2
+    rm -rf "$TARGET"
+    mkdir -p "$TARGET"
+    cp "$EXAMPLE_DIR/package.json" "$EXAMPLE_DIR/package-lock.json" "$TARGET/"
+    (cd "$TARGET" && PATH="$(dirname "$NODE_BIN"):$PATH" npm ci "${NPM_FLAGS[@]}" >&2)
+    touch "$TARGET/.installed"
+  fi
+  printf '%s\n%s\n' "$NODE_BIN" "$TARGET/node_modules"
+  exit 0
+fi
 OPENCLAW_MJS="$CACHE_DIR/openclaw/node_modules/openclaw/openclaw.mjs"
 LAUNCHER="$CACHE_DIR/bin/openclaw"
 STAMP="$CACHE_DIR/.installed"
@@ -52,7 +89,6 @@ command -v npm >/dev/null 2>&1 || { echo "install.sh: npm is required" >&2; exit
 start=$(date +%s)
 rm -rf "$CACHE_DIR/node" "$CACHE_DIR/openclaw" "$CACHE_DIR/bin" "$STAMP"
 mkdir -p "$CACHE_DIR/node" "$CACHE_DIR/openclaw" "$CACHE_DIR/bin"
-NPM_FLAGS=(--no-audit --no-fund --no-update-notifier --loglevel=error --ignore-scripts)
 
 echo "install.sh: installing $NODE_PKG@$NODE_SPEC into $CACHE_DIR/node" >&2
 printf '{"private": true}\n' >"$CACHE_DIR/node/package.json"

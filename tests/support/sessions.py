@@ -1,4 +1,5 @@
-"""Recorded sessions for offline training tests (``DATA_PATH``)."""
+"""Recorded sessions: made for offline training tests (``DATA_PATH``), and checked for the client
+suite (one session of linked main turns)."""
 
 from __future__ import annotations
 
@@ -75,3 +76,24 @@ def turns_by_completion_id(server, ids: list[str]) -> list:
     finally:
         store.close()
     return [by_id[i] for i in ids]
+
+
+def one_session(server, system: str, n: int) -> list:
+    """The ``n`` recorded turns whose system message is ``system``, oldest first, checked to be
+    one session of main turns, each linked to the next one (next state recorded; the next prompt
+    extends this turn's prompt and sampled ids, or, where the client changed the tools and so the
+    system prompt, the break is detected: ``prefix_ok`` false). Raises ``AssertionError`` otherwise."""
+    store = TrajectoryStore(server.buffer_dir)
+    try:
+        turns = [t for t in store.turns() if t.messages[0].get("content") == system]
+    finally:
+        store.close()
+    turns.sort(key=lambda t: t.id)
+    assert len(turns) == n, [(t.id, t.response_text) for t in turns]
+    assert len({t.session_id for t in turns}) == 1
+    assert all(t.turn_type == "main" and t.trainable for t in turns)
+    for prev, nxt in zip(turns, turns[1:]):
+        assert prev.next_state is not None and prev.status != "awaiting_next", prev
+        extends = nxt.prompt_ids[:len(prev.prompt_ids) + len(prev.response_ids)] == prev.prompt_ids + prev.response_ids
+        assert nxt.prefix_ok is extends is (nxt.tools == prev.tools), (prev.tools, nxt.tools)
+    return turns
