@@ -22,6 +22,8 @@ import json
 import logging
 import os
 import shutil
+import signal
+import threading
 from pathlib import Path
 
 import ray
@@ -47,6 +49,18 @@ def init_ray() -> None:
         ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False,
                  num_cpus=os.cpu_count() or 1,
                  log_to_driver=True)
+    _python_sigterm_handler_back()
+
+
+def _python_sigterm_handler_back() -> None:
+    """Ray's core worker installs absl's failure-signal handler for SIGTERM when the driver
+    connects: it logs "SIGTERM received" and aborts, so no ``finally`` runs and the policy server
+    and the Ray cluster a job started outlive it. Put the Python-level handler back (Ray's own,
+    ``sys.exit(15)``, or the caller's, e.g. the main job's ``sigterm_unwinds``) so that SIGTERM
+    unwinds. Only in the main thread (where ``signal.signal`` works)."""
+    handler = signal.getsignal(signal.SIGTERM)
+    if threading.current_thread() is threading.main_thread() and handler is not None:
+        signal.signal(signal.SIGTERM, handler)
 
 
 def _use_all_cores(share: int = 1, threads: int = 0) -> None:

@@ -7,37 +7,12 @@ stops the servers it started and resumes when the same command is run again (sam
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 from openclaw_rl.evaluation.tasks import DEFAULT_TASKS, TASK_NAMES
+from openclaw_rl.interrupt import SIGTERM_EXIT, Terminated, sigterm_unwinds
 from slime.errors import error_line
-
-
-class Terminated(KeyboardInterrupt):
-    """Raised in the main thread on SIGTERM, so the run unwinds as on Ctrl-C: the ``with`` blocks
-    that started servers stop them (Python's default SIGTERM ends the process at once, leaving the
-    servers running), finished items stay logged; the exit code is 143."""
-
-
-@contextmanager
-def _sigterm_unwinds():
-    """While inside: SIGTERM raises :class:`Terminated` (the previous handler is put back after).
-    A no-op outside the main thread (``signal.signal`` only works there)."""
-    def handler(signum, frame):
-        raise Terminated()
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -111,7 +86,7 @@ def run_guarded(a: argparse.Namespace, argv: list[str], prog: str) -> tuple[dict
         raise ValueError(f"--out {a.out}: is a file; give a folder for the results")
     kept = f"items finished so far are kept in {a.out}: fix it and run the same command to resume"
     try:
-        with _sigterm_unwinds():
+        with sigterm_unwinds():
             return run_evaluation(config_from_args(a), argv=argv,
                                   log=lambda m: print(m, file=sys.stderr, flush=True)), 0
     except RuntimeError as exc:  # a server that did not start (the message holds its log)
@@ -125,7 +100,7 @@ def run_guarded(a: argparse.Namespace, argv: list[str], prog: str) -> tuple[dict
         how = "terminated" if isinstance(exc, Terminated) else "interrupted"
         print(f"{prog}: {how}; finished items are kept in {a.out}: run the same command to resume",
               file=sys.stderr)
-        return None, 143 if isinstance(exc, Terminated) else 130
+        return None, SIGTERM_EXIT if isinstance(exc, Terminated) else 130
     return None, 1
 
 

@@ -93,15 +93,19 @@ def start_server(model_path: str, buffer_dir: Path, *extra: str, api_key: str | 
     proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=cwd or REPO, env=env)
     handle = ServerHandle(proc, port, buffer_dir, api_key, log_path, _grace(extra))
     deadline = time.time() + timeout
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}:\n{handle.log()}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                return handle
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
+    try:
+        while time.time() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"server exited with {proc.returncode}:\n{handle.log()}")
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+                    return handle
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
+    except BaseException:  # Ctrl-C or SIGTERM (openclaw_rl.interrupt) while it starts: not left running
+        stop_server(handle)
+        raise
     stop_server(handle)
     raise RuntimeError(f"server did not start in {timeout}s:\n{handle.log()}")
 
