@@ -1,5 +1,6 @@
 """``openclaw-rl``: the command line (``serve``, ``export``, ``import``, ``import-openclaw``, ``eval``,
-``eval-before-after``, ``judge-eval``, ``versions``, ``rollback``, ``forget``, ``lessons``, ``export-model``).
+``eval-before-after``, ``judge-eval``, ``versions``, ``rollback``, ``forget``, ``lessons``, ``export-model``,
+``bench personalization``).
 
 Errors are one line on stderr with exit code 2; nothing already recorded is touched.
 """
@@ -149,10 +150,21 @@ def _lessons(argv: list[str]) -> int:
     return lessons_main(argv)
 
 
+def _bench(argv: list[str]) -> int:
+    """``openclaw-rl bench personalization ...`` (:mod:`openclaw_rl.personalization`)."""
+    if not argv or argv[0] != "personalization":
+        print("usage: openclaw-rl bench personalization [options]   (-h for help)", file=sys.stderr)
+        return 2
+    from openclaw_rl.personalization.cli import main as personalization_main
+
+    return personalization_main(argv[1:])
+
+
 COMMANDS = {"serve": _serve, "export": _export, "import": _import,
             "import-openclaw": _import_openclaw, "eval": _eval,
             "eval-before-after": _eval_before_after, "judge-eval": _judge_eval, "versions": _versions,
-            "rollback": _rollback, "forget": _forget, "lessons": _lessons, "export-model": _export_model}
+            "rollback": _rollback, "forget": _forget, "lessons": _lessons, "export-model": _export_model,
+            "bench": _bench}
 
 
 def main(argv: list[str] | None = None) -> int:
