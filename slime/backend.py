@@ -56,7 +56,8 @@ from slime.backend_io import BackendIOMixin, processor_files
 from slime.data_parallel import DataParallel
 from slime.step_parts import MicroBatch, empty_metrics, gathered_metrics
 from slime.loss_guard import LossPluginError, callable_name, checked_loss
-from slime.collapse_guard import GuardPolicy, SpikeDetector, guard_metrics, update_kl_k3
+from slime.collapse_guard import (GuardPolicy, SpikeDetector, advantage_scale, grad_norm_per_advantage, guard_metrics,
+                                   update_kl_k3)
 from slime.logprobs import TokenLogprobs, compute_token_logprobs
 from slime.policy_model import DEFAULT_LORA_TARGET_MODULES, build_policy
 from slime.losses import LossInputs, LossOutputs, PolicyLossConfig, policy_loss, reduce_metrics
@@ -437,8 +438,11 @@ class TrainingBackend(BackendIOMixin):
         # ---- the collapse guard's signals before the step, then one optimizer step (kept unless it spikes)
         max_norm = self.cfg.clip_grad if self.cfg.clip_grad > 0 else float("inf")
         grad_norm = DataParallel.total_norm(torch.nn.utils.clip_grad_norm_(self.trainable_parameters, max_norm))
-        signals = {"grad_norm": grad_norm,
-                   "logprob_gap": abs_diff_sum / compared_tokens if compared_tokens else 0.0}
+        advantage = advantage_scale(trained)
+        signals = {"advantage": advantage, "logprob_gap": abs_diff_sum / compared_tokens if compared_tokens else 0.0}
+        per_advantage = grad_norm_per_advantage(grad_norm, advantage)
+        if per_advantage is not None:
+            signals["grad_norm"] = per_advantage
         if use_kl:
             signals["kl_ref"] = float(reduce_metrics(outputs).get("kl_loss", 0.0))
         guard = self.guard.mode != "off"

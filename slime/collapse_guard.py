@@ -5,7 +5,18 @@ system's public reproduction: gradient norms from 3-8 to 2243 within 34 steps). 
 (:meth:`slime.backend.TrainingBackend.train_step`) hands :meth:`SpikeDetector.check` its
 **signals**, all measured before the step's update is kept:
 
-* ``grad_norm``: the global gradient norm before clipping (before ``optimizer.step()``);
+* ``advantage``: the batch's mean ``|advantage|`` per loss token. Rewards of +-1 and their
+  baselines keep it below 2; a reward plugin gone wrong (an advantage of 1e5) shows here first;
+* ``grad_norm``: the global gradient norm before clipping (before ``optimizer.step()``) **per unit
+  of advantage** (divided by ``advantage``), judged and recorded only for a batch whose advantage
+  is at least :data:`ADVANTAGE_UNIT` (below it the gradient is the KL penalty's or nearly none,
+  and says nothing about the scale of a learning step). The policy-gradient term scales
+  with the advantages, so a raw norm calls every batch that carries a signal a spike when the
+  batches before it carried none: with a batch-mean baseline and a user who rejects nearly
+  everything, most batches are all -1 and their RL advantages are 0 (the gradient is the KL's and
+  OPD's, ~0.09 on the embedded model), and the first batch with an accepted reply (advantages 1.75
+  and -0.25, raw norm 0.5-0.7) was skipped as a x6 spike, each time, and rolled back (run f1,
+  docs/learning.md). A collapse raises the norm with ordinary advantages, which this still shows;
 * ``logprob_gap``: mean ``|trainer log-prob - rollout log-prob|`` of the batch's loss tokens at
   the current weights (before the step). Samples the engine produced at an older weight version
   carry the drift of the updates since: a broken update shows here at the latest one step later;
@@ -45,22 +56,25 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["ACTIONS", "FLOORS", "GuardPolicy", "SIGNALS", "Spike", "SpikeDetector", "act_on_collapse",
+__all__ = ["ACTIONS", "ADVANTAGE_UNIT", "FLOORS", "advantage_scale", "grad_norm_per_advantage", "GuardPolicy", "SIGNALS", "Spike", "SpikeDetector", "act_on_collapse",
            "guard_metrics", "update_kl_k3"]
 
 log = logging.getLogger(__name__)
 
 #: the signals, in the order they are checked
-SIGNALS = ("grad_norm", "logprob_gap", "kl_ref", "update_kl")
+SIGNALS = ("advantage", "grad_norm", "logprob_gap", "kl_ref", "update_kl")
+#: the smallest mean |advantage| of a batch whose gradient norm is judged (a batch whose advantages
+#: are nearly all 0 has the KL penalty's gradient or none: no scale for a learning step)
+ADVANTAGE_UNIT = 0.1
 #: the smallest baseline of each signal (nats per token, except ``grad_norm``)
 #: ``kl_ref``'s is high because the KL to the reference grows as a healthy run learns (the default
 #: main job: 0.01-0.05 in its first three steps, 0.26 in its fourth, which a 0.05 floor called a spike
 #: and skipped); a collapse moves it by nats per token
-FLOORS = {"grad_norm": 1e-3, "logprob_gap": 0.1, "kl_ref": 0.5, "update_kl": 0.5}
+FLOORS = {"advantage": 1.0, "grad_norm": 1e-3, "logprob_gap": 0.1, "kl_ref": 0.5, "update_kl": 0.5}
 #: signals judged before they have any history (their floor is the baseline): the size of an update
 #: has a scale of its own, whereas the log-prob gap's level depends on the engine (a bfloat16 engine's
 #: is larger than a float32 one's) and the KL to the reference grows as training goes
-SCALED = ("update_kl",)
+SCALED = ("advantage", "update_kl")
 #: ``guard/action`` of a step is the index of its action here
 ACTIONS = ("trained", "skipped", "rolled_back", "paused")
 
@@ -171,6 +185,27 @@ class SpikeDetector:
     def forget_spikes(self) -> None:
         """Start counting spikes afresh (after a rollback); the healthy history stays."""
         self.recent.clear()
+
+
+def advantage_scale(samples: Any) -> float:
+    """Mean ``|advantage|`` over the loss tokens of ``samples`` (:class:`slime.sample.Sample` with
+    ``advantages`` and ``loss_mask``, length ``R`` each); 0.0 without loss tokens."""
+    total = tokens = 0.0
+    for s in samples:
+        for a, m in zip(s.advantages or (), s.loss_mask or ()):
+            if m:
+                total += abs(float(a))
+                tokens += 1.0
+    return total / tokens if tokens else 0.0
+
+
+def grad_norm_per_advantage(grad_norm: float, advantage: float) -> float | None:
+    """The ``grad_norm`` signal: the gradient norm divided by the batch's mean ``|advantage|``, or
+    None (not judged) when that is below :data:`ADVANTAGE_UNIT`. A non-finite norm is returned
+    as it is (always a spike)."""
+    if not math.isfinite(grad_norm):
+        return grad_norm
+    return grad_norm / advantage if advantage >= ADVANTAGE_UNIT else None
 
 
 def update_kl_k3(old_logprobs: Any, new_logprobs: Any, mask: Any) -> tuple[float, float]:

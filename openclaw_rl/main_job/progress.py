@@ -31,6 +31,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from slime.collapse_guard import SIGNALS
+
 __all__ = ["StepProgress", "console_to_log", "step_line"]
 
 
@@ -80,9 +82,7 @@ def guard_note(row: dict) -> str:
         return f"\n  {row['guard/event']}"
     if not row.get("guard/skipped"):
         return ""
-    signal = next((k.removeprefix("guard/spike_") for k in ("guard/spike_update_kl", "guard/spike_grad_norm",
-                                                            "guard/spike_logprob_gap", "guard/spike_kl_ref")
-                   if row.get(k)), "a signal")
+    signal = next((name for name in SIGNALS if row.get(f"guard/spike_{name}")), "a signal")
     return (f"\n  collapse guard: step skipped ({signal} {_num(row.get('guard/spike_value'), '.3g')} vs baseline "
             f"{_num(row.get('guard/spike_baseline'), '.3g')}); the weights stay as they were")
 
