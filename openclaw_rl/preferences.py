@@ -23,14 +23,44 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from slime.behaviour import Problem, behaviour_problems, words
+from slime.behaviour import Problem, behaviour_problems, on_topic, words
 
-__all__ = ["Preference", "PREFERENCES", "DEFAULT_PREFERENCE", "get_preference"]
+__all__ = ["Preference", "PREFERENCES", "DEFAULT_PREFERENCE", "get_preference", "addresses_by_name"]
 
 _LIST_LINE = re.compile(r"^\s*(?:[-*+•]\s+|\d+[.)]\s+)")
 _HEADING = re.compile(r"^\s*#{1,6}\s")
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
 _FRENCH = frozenset("le la les est et de une un des vous je pour en du que qui dans sur avec pas".split())
+
+
+_GREETING = r"(?:hi|hello|hey|dear|thanks|thank you|sure|of course|okay|ok|great|yes|no|well|oh|welcome|good (?:morning|afternoon|evening))"
+
+
+def addresses_by_name(reply: str, name: str) -> bool:
+    """True when ``reply`` speaks to the user by ``name`` (a vocative), not merely contains it.
+
+    A person who asks "address me by name" wants to be spoken to: "Alex, here is how...",
+    "Sure, Alex!", "Hi Alex", "... I hope that helps, Alex." Three forms count: the name opening a
+    sentence or line and followed by ``,`` or ``!``; the name after a greeting or acknowledgement
+    word (hi, hello, dear, thanks, sure, ...); the name after a comma and followed by punctuation or
+    the end. The name made the subject of the answer ("Alex bought 3 dozen donuts", the word
+    problem's character renamed), a possessive ("Alex's"), a label ("Alex: 16 + 25") or the
+    assistant calling itself by it ("I'm Alex") does not count: a run on the embedded model learned
+    exactly that (14 of its 21 accepted held-out replies, docs/learning.md), and a person reads it
+    as a wrong answer, not as being addressed.
+
+    Args:
+        reply: the assistant's reply text.
+        name: the user's name, matched case-sensitively as a whole word.
+
+    Returns:
+        Whether one of the three forms occurs.
+    """
+    n = re.escape(name)
+    patterns = (rf"(?:^|[.!?]\s+|\n)\s*{n}\s*[,!]",
+                rf"(?i:\b{_GREETING}\b),?\s+{n}\b(?!['’]s)",
+                rf",\s*{n}\s*(?:[,!.?:;)\-–—]|$)")
+    return any(re.search(pattern, reply) for pattern in patterns)
 
 
 def _no_markdown(reply: str) -> bool:
@@ -65,34 +95,40 @@ class Preference:
     over_terms: tuple[str, ...] = ()
     paraphrase: str = ""
 
-    def quality_problem(self, reply: str) -> str | None:
+    def quality_problem(self, reply: str, question: str | None = None) -> str | None:
         """What a person would object to in ``reply`` beyond the stated rule, or None:
         a :class:`slime.behaviour.Problem` value (``over_application``, ``repetition_loop``,
-        ``rare_char_run``, ``tool_call_loop``) or ``"no_answer"`` (fewer than two words besides
-        the requested ones: the reply ignores the question)."""
+        ``rare_char_run``, ``tool_call_loop``) or ``"no_answer"``: the reply ignores the question,
+        either with fewer than two words besides the requested ones or, when ``question`` (its
+        text) is given, with no content word in common with it (:func:`slime.behaviour.on_topic`:
+        "Alex, how nice to meet you!" to an arithmetic question)."""
         found = behaviour_problems(reply, self.over_terms)
         if found:  # over-application first: it is what a person names ("stop saying my name")
             return (Problem.OVER_APPLICATION if Problem.OVER_APPLICATION in found else next(iter(found))).value
         wanted = {t.lower() for t in self.over_terms}
         if len([w for w in words(reply) if w not in wanted and w.removesuffix("'s") not in wanted]) < 2:
             return "no_answer"
+        if question is not None and not on_topic(reply, question, self.over_terms):
+            return "no_answer"
         return None
 
-    def satisfied(self, reply: str) -> bool:
+    def satisfied(self, reply: str, question: str | None = None) -> bool:
         """True when ``reply`` meets the preference and a person would accept it: not empty, the
-        rule holds and :meth:`quality_problem` finds nothing."""
-        return bool(reply.strip()) and bool(self.check(reply)) and self.quality_problem(reply) is None
+        rule holds and :meth:`quality_problem` (given ``question``, the text it answers) finds
+        nothing."""
+        return bool(reply.strip()) and bool(self.check(reply)) and self.quality_problem(reply, question) is None
 
-    def feedback(self, reply: str, key: str = "") -> str:
-        """The user's next message after ``reply``: a correction or a praise, in a style picked
-        by hashing ``key`` (e.g. the session id and turn index) and the reply. A reply that meets
-        the rule but has a :meth:`quality_problem` gets that problem's correction."""
+    def feedback(self, reply: str, key: str = "", question: str | None = None) -> str:
+        """The user's next message after ``reply`` (to ``question``, its text, when given): a
+        correction or a praise, in a style picked by hashing ``key`` (e.g. the session id and turn
+        index) and the reply. A reply that meets the rule but has a :meth:`quality_problem` gets
+        that problem's correction ("You didn't answer my question.")."""
         digest = hashlib.sha256(f"{key}\x00{reply}".encode()).digest()
-        problem = self.quality_problem(reply) if reply.strip() else None
+        problem = self.quality_problem(reply, question) if reply.strip() else None
         if problem is not None and self.check(reply):
             options = _quality_corrections(problem, self.over_terms)
         else:
-            options = self.praises if self.satisfied(reply) else self.corrections
+            options = self.praises if self.satisfied(reply, question) else self.corrections
         return options[digest[0] % len(options)]
 
 
@@ -148,7 +184,7 @@ PREFERENCES: dict[str, Preference] = {p.name: p for p in (
                _corrections("Write only lowercase letters.", "you used capital letters."),
                _THANKS, ("lowercase", "lower case", "capital"), paraphrase="No capital letters anywhere, please."),
     Preference("name-alex", "My name is Alex; please address me by name in your answer.",
-               lambda r: "Alex" in r,
+               lambda r: addresses_by_name(r, "Alex"),
                _corrections("Address me by my name, Alex.", "you did not call me Alex."),
                _THANKS, ("Alex",), ("Alex",), paraphrase="I'm Alex, by the way. Use my name when you reply."),
     Preference("french", "Please answer in French.",

@@ -25,7 +25,7 @@ import unicodedata
 from collections import Counter
 from enum import Enum
 
-__all__ = ["Problem", "behaviour_problems", "content_words", "distinct_pairs", "over_applied_word",
+__all__ = ["Problem", "behaviour_problems", "content_words", "distinct_pairs", "on_topic", "over_applied_word",
            "rare_char_run", "repeat_onset", "repetition_loop", "tool_call_loop", "words"]
 
 #: a word the user asked for (their name, a phrase) this often in one reply is over-applied
@@ -77,6 +77,17 @@ def content_words(text: str) -> list[str]:
         if w not in _STOPWORDS and not w.isdigit():
             out.append(w)
     return out
+
+
+def on_topic(reply: str, question: str, terms: tuple[str, ...] = ()) -> bool:
+    """True when ``reply`` shares a content word (:func:`content_words`: no stop words, ``'s``
+    stripped, case-insensitive) with ``question``, ``terms`` aside (words the question asks the
+    reply to use, such as the user's name: saying them is not answering). A reply that turns to
+    small talk ("Alex, how nice to meet you!") shares none; it is what a person calls "you didn't
+    answer my question". Crude by design (no synonyms), so it errs towards calling a reply on topic
+    only when it repeats the question's own words."""
+    skip = {t.lower() for t in terms}
+    return bool((set(content_words(question)) - skip) & set(content_words(reply)))
 
 
 def distinct_pairs(text: str) -> float:

@@ -9,6 +9,7 @@ import pytest
 from openclaw_rl import simulated_user
 from openclaw_rl.evaluation.stats import paired_delta, summarize, t_quantile_975, wilson_interval
 from openclaw_rl.evaluation.tasks.conversation import ConversationTask, teacher_item
+from openclaw_rl.judges.lexical import lexical_verdict
 from openclaw_rl.personas import PERSONAS, make_user
 
 PROBLEM = {"id": "gsm8k-1", "question": "Tom has 3 bags with 4 apples each. How many apples does he have?",
@@ -33,7 +34,7 @@ def test_student_rates_a_friendly_correct_answer_5():
     ("You multiply \\(3 \\times 4\\) and Tom ends up with 12.", ["plain_text"]),
     ("Certainly! Tom has 3 bags of 4 apples, so he has 12.", ["no_chatbot_phrases"]),
     ("Let's break it down step by step: 3 bags of 4 apples is 12.", ["no_chatbot_phrases"]),
-    ("Tom's apples: " + "very " * 130 + "many, 12.", ["short"]),
+    ("Tom's apples: " + " ".join(str(n) for n in range(100, 230)) + " many, 12.", ["short"]),
     ("**Certainly!** Tom has three bags of four apples, so it is 11.", ["correct", "plain_text", "no_chatbot_phrases"]),
 ])
 def test_student_rules(reply, failed):
@@ -74,6 +75,23 @@ def test_plain_persona_is_the_main_jobs_user():
         if reply:
             assert (plain.rate(reply, {"question": "q"}).score == 5.0) != simulated_user.violates_preference(reply)
     assert plain.preference == simulated_user.PREFERENCE
+
+
+@pytest.mark.parametrize("persona", ["student", "teacher", "plain"])
+@pytest.mark.parametrize("reply,said", [
+    ("Tom has 3 bags, so I think that I think that I think that I think that it is 12.", "repeating"),
+    ("Tom has apples, apples, apples, apples, apples, apples, apples, apples: 12.", "repeat"),
+    ("Tom has 12 apples \ufffd\ufffd\ufffd\ufffd\ufffd\ufffd apples.", "garbled"),
+])
+def test_every_persona_rates_a_degenerate_reply_1_and_says_what_is_wrong(persona, reply, said):
+    """A repetition loop or garbled text that meets the letter of a preference (the student's
+    right final number, plain text) is what a person rejects: rated 1 like an empty reply."""
+    user = make_user(persona)
+    item = STUDENT_ITEM if persona != "teacher" else teacher_item(PROBLEM, flawed=False)
+    r = user.rate(reply, item)
+    assert r.score == 1.0 and r.failed == user.checks
+    assert said in r.reply_to_agent and r.reply_to_agent == user.feedback(reply, item)
+    assert lexical_verdict(r.reply_to_agent, "user") == -1
 
 
 def test_conversation_items_interleave_student_and_teacher():

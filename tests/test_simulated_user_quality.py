@@ -16,7 +16,7 @@ ALEX = PREFERENCES["name-alex"]
      "name"),
     ("Alex!", "no_answer", "answer"),
     ("Sure Alex, I think that I think that I think that it works.", "repetition_loop", "circles"),
-    ("Alex \ufffd\ufffd the answer", "rare_char_run", "garbled"),
+    ("Alex, \ufffd\ufffd the answer", "rare_char_run", "garbled"),
 ])
 def test_the_preference_met_badly_is_a_miss_with_its_own_correction(reply, problem, said):
     assert ALEX.check(reply)  # the letter of the preference holds
@@ -55,3 +55,38 @@ def test_on_topic_needs_a_word_of_the_question_besides_the_name():
     q = quality_summary(replies, ("Alex",), {"q1": question, "q2": question})
     assert q["on_topic"]["rate"] == pytest.approx(0.5)
     assert "on_topic" not in quality_summary(replies, ("Alex",))
+
+
+def test_a_reply_that_leaves_the_question_is_a_miss_the_user_corrects():
+    question = "Watson works a 10-hour shift each day. How many hours does he work in April?"
+    small_talk = "Alex, how enjoyable to meet you! A friendly reminder of the helpful side of business."
+    assert ALEX.satisfied(small_talk)  # the letter of the preference, and nothing else wrong with the text
+    assert ALEX.quality_problem(small_talk, question) == "no_answer"
+    assert not ALEX.satisfied(small_talk, question)
+    corrections = {ALEX.feedback(small_talk, key=str(k), question=question) for k in range(16)}
+    assert all("answer" in c for c in corrections), corrections
+    assert all(lexical_verdict(c, "user") == -1 for c in corrections)
+    answer = "Alex, Watson works 10 hours a day, so in April he works 300 hours."
+    assert ALEX.satisfied(answer, question) and ALEX.feedback(answer, question=question) in ALEX.praises
+
+
+@pytest.mark.parametrize("reply", [
+    "Alex bought 3 dozen donuts for $68 each, which is 3 * 68 = 216 donuts.",  # the problem's character renamed
+    "Alex's probability of having the desired outcome is based on assumptions.",
+    "Alex: 16 + 25/2 = 45",
+    "Dear Suresh, I'm Alex and I'll be your AI assistant today.",
+])
+def test_the_name_not_spoken_to_the_user_is_a_miss(reply):
+    """Learned by a 24-step run (14 of its 21 accepted held-out replies): the name as the answer's
+    subject satisfied "contains Alex"; a person asked to be addressed by name does not accept it."""
+    assert "Alex" in reply and not ALEX.check(reply) and not ALEX.satisfied(reply)
+    corrections = {ALEX.feedback(reply, key=str(k)) for k in range(16)}
+    assert corrections <= set(ALEX.corrections)
+    assert all(lexical_verdict(c, "user") == -1 for c in corrections)
+
+
+@pytest.mark.parametrize("reply", ["Alex, Paris is the capital of France.", "Sure, Alex! Paris is the capital.",
+                                   "Hi Alex. Paris is the capital.", "Paris is the capital of France, Alex.",
+                                   "Thanks for asking, Alex - Paris is the capital."])
+def test_the_name_spoken_to_the_user_meets_the_preference(reply):
+    assert ALEX.check(reply) and ALEX.satisfied(reply, "What is the capital of France?")

@@ -29,7 +29,9 @@ def user_message(question: Question, preference: Preference) -> str:
 def measure(base_url: str, api_key: str, questions: list[Question], preference: Preference,
             max_tokens: int, seed: int = 1000, concurrency: int = 2, model: str = "policy",
             hint: str | None = None) -> dict:
-    """Ask every question once and check each reply against ``preference``.
+    """Ask every question once and check each reply against ``preference`` as the simulated user
+    does (:meth:`openclaw_rl.preferences.Preference.satisfied` with the question: the rule, and
+    nothing a person objects to, a reply that leaves the question included).
 
     Args:
         base_url: server root (no ``/v1``). api_key: its key.
@@ -66,7 +68,8 @@ def measure(base_url: str, api_key: str, questions: list[Question], preference: 
 
     with ThreadPoolExecutor(max(1, concurrency)) as pool:
         replies = dict(pool.map(ask, enumerate(questions)))
-    satisfied = {qid: preference.satisfied(text) for qid, text in replies.items()}
+    asked = {q.id: q.text for q in questions}
+    satisfied = {qid: preference.satisfied(text, asked[qid]) for qid, text in replies.items()}
     n, ok = len(satisfied), sum(satisfied.values())
     return {"rate": ok / max(1, n), "n": n, "ci95": list(wilson_interval(ok, n)), "satisfied": satisfied,
             "replies": replies, "seconds": round(time.time() - t0, 1)}

@@ -15,20 +15,12 @@ import re
 from pathlib import Path
 
 from openclaw_rl.evaluation.stats import mean_interval, wilson_interval
-from slime.behaviour import behaviour_problems, content_words, distinct_pairs, words
+from slime.behaviour import behaviour_problems, distinct_pairs, on_topic, words
 
 __all__ = ["OVER_APPLIED_USES", "on_topic", "quality_summary", "reference_nll", "reply_quality"]
 
 #: the preference's words this often in one reply count as over-applied (the issue's measure)
 OVER_APPLIED_USES = 3
-
-
-def on_topic(reply: str, question: str, terms: tuple[str, ...] = ()) -> bool:
-    """True when ``reply`` shares a content word (:func:`slime.behaviour.content_words`: no stop
-    words, ``'s`` stripped, case-insensitive) with ``question``, ``terms`` (the preference's words,
-    which the question states) aside."""
-    skip = {t.lower() for t in terms}
-    return bool((set(content_words(question)) - skip) & set(content_words(reply)))
 
 
 def reply_quality(reply: str, terms: tuple[str, ...], question: str | None = None) -> dict:

@@ -1,7 +1,8 @@
 """The main job's simulated user: talks to the server through the ``openai`` SDK while training runs.
 
 One session per training question: the question with the stated preference, the policy's reply,
-the user's reaction (a correction or a praise, see :class:`openclaw_rl.preferences.Preference`),
+the user's reaction (a correction or a praise, see :class:`openclaw_rl.preferences.Preference`;
+a reply that leaves the question gets "You didn't answer my question." like any other miss),
 a second reply, and the reaction to that one too. The last reaction is sent as the session's
 closing request (``X-Session-Done: true``, a side turn of one token), so every main turn gets a
 next state and none is left unjudgeable. The user knows whether each reply met its preference;
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from openclaw_rl.main_job.heldout import SYSTEM, user_message
@@ -42,13 +44,18 @@ class UserDriver:
         max_tokens: reply budget. turns: main turns per session. concurrency: user threads.
         session_prefix: session ids are this plus a counter (the history's earlier sessions get
             their own, so a live session never joins one).
+        limit: the threads end once sessions ``0 .. limit-1`` were taken (None: run until :meth:`stop`).
+        before_session: called with the session number before it starts (the personalization
+            benchmark paces sessions to the trainer with it); None: start at once.
     """
 
     def __init__(self, base_url: str, api_key: str, questions: list[Question], preference: Preference,
                  max_tokens: int, turns: int = 2, concurrency: int = 2, model: str = "policy",
-                 session_prefix: str = "user-"):
+                 session_prefix: str = "user-", limit: int | None = None,
+                 before_session: Callable[[int], None] | None = None):
         self.base_url, self.api_key, self.model = base_url, api_key, model
         self.session_prefix = session_prefix
+        self.limit, self.before_session = limit, before_session
         self.questions, self.preference = questions, preference
         self.max_tokens, self.turns = max_tokens, turns
         self._stop = threading.Event()
@@ -71,10 +78,23 @@ class UserDriver:
         for t in self._threads:
             t.join(timeout)
 
-    def _take(self) -> tuple[int, Question]:
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the threads to end by themselves (with ``limit``: after the last session)."""
+        for t in self._threads:
+            t.join(timeout)
+
+    def running(self) -> bool:
+        """Whether any user thread is still talking."""
+        return any(t.is_alive() for t in self._threads)
+
+    def _take(self) -> tuple[int, Question] | None:
         with self._lock:
             i = self._next
+            if self.limit is not None and i >= self.limit:
+                return None
             self._next += 1
+        if self.before_session is not None:
+            self.before_session(i)
         return i, self.questions[i % len(self.questions)]
 
     def _run(self) -> None:
@@ -82,7 +102,10 @@ class UserDriver:
 
         client = openai.OpenAI(base_url=self.base_url + "/v1", api_key=self.api_key, max_retries=0, timeout=900)
         while not self._stop.is_set():
-            i, q = self._take()
+            taken = self._take()
+            if taken is None:
+                return
+            i, q = taken
             sid = f"{self.session_prefix}{i}"
             messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user_message(q, self.preference)}]
             try:
@@ -91,10 +114,10 @@ class UserDriver:
                                                             max_tokens=self.max_tokens,
                                                             extra_headers={"X-Session-Id": sid})
                     reply = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
-                    reaction = self.preference.feedback(reply, key=f"{sid}:{k}")
+                    reaction = self.preference.feedback(reply, key=f"{sid}:{k}", question=q.text)
                     with self._lock:
                         self.requests += 1
-                        self.truth.append(TruthRecord(sid, k, reply, self.preference.satisfied(reply), reaction))
+                        self.truth.append(TruthRecord(sid, k, reply, self.preference.satisfied(reply, q.text), reaction))
                     messages += [{"role": "assistant", "content": reply}, {"role": "user", "content": reaction}]
                 # the closing request carries the reaction to the last reply (its own reply is a side turn)
                 client.chat.completions.create(model=self.model, messages=messages, max_tokens=1,

@@ -28,5 +28,8 @@ class PlainProseUser(Persona):
         return ["plain_text"] if simulated_user.violates_preference(reply) else []
 
     def feedback(self, reply: str, item: dict) -> str:
-        """Exactly the main job's :func:`simulated_user.feedback`."""
+        """Exactly the main job's :func:`simulated_user.feedback`, but a reply with a
+        :meth:`person_problem` gets that problem's correction as with every persona."""
+        if self.person_problem(reply) is not None:
+            return super().feedback(reply, item)
         return simulated_user.feedback(reply)
