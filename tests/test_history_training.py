@@ -15,7 +15,7 @@ import pytest
 
 from openclaw_rl.capture.records import SKIPPED, TurnRecord, TurnType
 from openclaw_rl.capture.store import TrajectoryStore
-from openclaw_rl.main_job.run import parse_main_args
+from openclaw_rl.main_job.run import DEFAULT_STEPS, parse_main_args
 from openclaw_rl.rollout.data_source import StoreDataSource
 from openclaw_rl.rollout.history import (OVER_CAP, HistoryPathError, history_counts, history_kind, history_line,
                                          load_history)
@@ -103,7 +103,7 @@ def test_launch_script_bad_history_path_is_one_line(tmp_path):
 def test_main_job_history_flags(tmp_path, capsys):
     a = parse_main_args(["--history-first"])
     assert a.history_variant and a.steps == 0 and a.history_max_turns == 96
-    assert parse_main_args([]).steps == 12
+    assert parse_main_args([]).steps == DEFAULT_STEPS
     for argv, why in ((["--history", str(tmp_path / "nope")], "--history .*: no such file or folder"),
                       (["--history-first", "--steps", "3"], "stop at go-live"),
                       (["--history-first", "--history", str(tmp_path)], "not both")):

@@ -18,10 +18,20 @@ from openclaw_rl.rollout.history import HistoryPathError, history_kind
 API_KEY = "sk-local"
 #: torch threads of the server that answers the simulated user (the trainer takes the other cores)
 SERVER_THREADS = 1
-#: trainer flags per ``--method`` (``make run METHOD=rl|opd|combine``)
+#: trainer flags per ``--method`` (``make run METHOD=rl|opd|combine``). Combine, on the embedded model:
+#: - the batch's mean reward is subtracted from its RL-branch rewards (``batch-mean``): the user rejects
+#:   most of the base model's replies, and without a baseline a batch of rejections pushes down
+#:   everything sampled, the name with it;
+#: - the OPD branch weighs 0.1 of the RL branch: at 135M the teacher (the same model with the hint in
+#:   its prompt) meets the preference less often than the model without it (0.175 vs 0.250), so its
+#:   log-prob gap pulls away from the name; runs at weight 1 lost the name for their first 4-8 steps
+#:   (docs/learning.md, "A user who wants the question answered"). The launch scripts keep 1.0.
 METHOD_ARGS = {"rl": ("--advantage-estimator", "broadcast"),
                "opd": ("--advantage-estimator", "opd", "--opd-teacher", "base"),
-               "combine": ("--advantage-estimator", "combine", "--opd-teacher", "base")}
+               "combine": ("--advantage-estimator", "combine", "--opd-teacher", "base",
+                           "--combine-rl-baseline", "batch-mean", "--combine-w-opd", "0.1")}
+#: train steps of ``make run`` (without ``--history``)
+DEFAULT_STEPS = 24
 
 
 def parse_main_args(argv: list[str] | None) -> argparse.Namespace:
@@ -36,7 +46,7 @@ def parse_main_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--preference", choices=sorted(PREFERENCES), default=DEFAULT_PREFERENCE,
                    help="what the simulated user asks for (docs/learning.md: how it was chosen)")
     p.add_argument("--steps", type=int, default=None,
-                   help="train steps on live traffic (weight versions published); default 12, and 0 (the only "
+                   help=f"train steps on live traffic (weight versions published); default {DEFAULT_STEPS}, and 0 (the only "
                         "value) with --history / --history-first, which stop at go-live")
     p.add_argument("--history", metavar="PATH",
                    help="history first: train on these earlier conversations (an OpenClaw state folder, a "
@@ -87,7 +97,7 @@ def parse_main_args(argv: list[str] | None) -> argparse.Namespace:
             except HistoryPathError as exc:
                 p.error(f"--history {exc}")
     elif a.steps is None:
-        a.steps = 12
+        a.steps = DEFAULT_STEPS
     for flag in ("steps", "batch_size", "max_tokens", "eval_max_tokens", "concurrency", "lora_rank"):
         if getattr(a, flag) < (0 if flag == "steps" and a.history_variant else 1):
             p.error(f"--{flag.replace('_', '-')} must be >= 1")
