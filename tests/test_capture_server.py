@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from pathlib import Path
 
 import httpx
@@ -55,6 +56,24 @@ def test_openclaw_fixture_replay_links_tool_result(tiny_server):
     assert "OPENCLAW_INTERNAL_CONTEXT" not in first.next_state
     assert turns[1].status == "awaiting_next"
     store.close()
+
+
+def test_a_messages_name_field_is_kept_in_the_store(tiny_server):
+    """OpenAI's optional ``name`` of a message (a participant's name) is recorded as sent, next to
+    the finish reason the client was told."""
+    sid = "name-field-" + uuid.uuid4().hex[:8]
+    r = _post(tiny_server, {"model": "policy", "max_tokens": 2, "messages": [
+        {"role": "system", "content": "Be brief."}, {"role": "user", "name": "ann", "content": "Hi."}]},
+        {"X-Session-Id": sid})
+    assert r.status_code == 200, r.text
+    store = TrajectoryStore(tiny_server.buffer_dir)
+    try:
+        (turn,) = store.turns(session_id=sid)
+    finally:
+        store.close()
+    assert turn.messages[1] == {"role": "user", "name": "ann", "content": "Hi."}
+    assert "name" not in turn.messages[0]
+    assert turn.finish_reason == r.json()["choices"][0]["finish_reason"]
 
 
 def test_continuation_matching_without_any_session_hint(tiny_server):

@@ -42,7 +42,8 @@ def history_arguments(arguments, where: str) -> str:
 
 
 def template_messages(req: ChatCompletionRequest) -> list[dict]:
-    """Messages as plain dicts for the chat template (developer -> system, parts joined).
+    """Messages as plain dicts for the chat template (developer -> system, parts joined; a
+    message's ``name`` kept, so the store records it as the client sent it).
 
     Raises:
         APIError: 400 for a history tool call whose arguments are not valid JSON.
@@ -50,6 +51,8 @@ def template_messages(req: ChatCompletionRequest) -> list[dict]:
     out = []
     for i, m in enumerate(req.messages):
         d: dict = {"role": "system" if m.role == "developer" else m.role, "content": m.text()}
+        if m.name:  # kept for the store and for templates that render it (most ignore it)
+            d["name"] = m.name
         if m.role == "assistant":
             if m.tool_calls:
                 d["tool_calls"] = [{"id": c.id, "type": "function",
