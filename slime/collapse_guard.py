@@ -72,9 +72,11 @@ ADVANTAGE_UNIT = 0.1
 #: and skipped); a collapse moves it by nats per token
 FLOORS = {"advantage": 1.0, "grad_norm": 1e-3, "logprob_gap": 0.1, "kl_ref": 0.5, "update_kl": 0.5}
 #: signals judged before they have any history (their floor is the baseline): the size of an update
+#: (not the advantage: OPD's token-level log-prob gaps are legitimately ~10 per token from the first
+#: step, so the advantage is judged against its own history only)
 #: has a scale of its own, whereas the log-prob gap's level depends on the engine (a bfloat16 engine's
 #: is larger than a float32 one's) and the KL to the reference grows as training goes
-SCALED = ("advantage", "update_kl")
+SCALED = ("update_kl",)
 #: ``guard/action`` of a step is the index of its action here
 ACTIONS = ("trained", "skipped", "rolled_back", "paused")
 
