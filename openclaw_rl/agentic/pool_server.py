@@ -43,7 +43,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from openclaw_rl.agentic.environment import evaluate_episode
 from openclaw_rl.agentic.lease_pool import LeasePool, PoolError
 from openclaw_rl.agentic.listen import add_port_file_flag, check_listen, port_number, serve
-from openclaw_rl.server.errors import error_body, validation_message
+from openclaw_rl.server.errors import UnexpectedErrorMiddleware, error_body, validation_message
 
 log = logging.getLogger(__name__)
 
@@ -113,14 +113,7 @@ def install_pool_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(StarletteHTTPException, on_http)
 
-    @app.middleware("http")
-    async def never_reraise(request: Request, call_next):
-        """Unexpected errors become a 500 JSON without re-raising (the connection stays usable)."""
-        try:
-            return await call_next(request)
-        except Exception as exc:
-            log.exception("unhandled error")
-            return JSONResponse(error_body(f"internal error: {exc}", "server_error"), status_code=500)
+    app.add_middleware(UnexpectedErrorMiddleware, log=log)
 
 
 def bearer_check(api_key: str | None):

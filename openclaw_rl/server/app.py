@@ -29,7 +29,7 @@ from openclaw_rl.engine import EngineError
 from openclaw_rl.server.chat import ChatEvent, ChatService
 from openclaw_rl.server.control import install_control_routes
 from openclaw_rl.server.dashboard import install_dashboard_routes
-from openclaw_rl.server.errors import (APIError, ClientDisconnected, error_body, install_error_handlers,
+from openclaw_rl.server.errors import (APIError, UnexpectedErrorMiddleware, error_body, install_error_handlers,
                                       parse_json_body, until_disconnect)
 from openclaw_rl.server.limits import DEFAULT_MAX_REQUEST_BYTES, BodyLimitMiddleware
 from openclaw_rl.server.protocol import ChatCompletionRequest
@@ -162,18 +162,7 @@ def create_app(service: ChatService, api_key: str | None = None, recorder=None, 
     app = FastAPI(title="OpenClaw-RL intercept server", lifespan=lifespan)
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_request_bytes)
-
-    @app.middleware("http")
-    async def never_reraise(request: Request, call_next):
-        """Turn unexpected errors into a 500 JSON *without* re-raising, so uvicorn keeps the
-        connection alive (Starlette re-raises after its own 500 handler)."""
-        try:
-            return await call_next(request)
-        except ClientDisconnected:
-            return JSONResponse(error_body("client disconnected", "invalid_request_error"), status_code=499)
-        except Exception as exc:
-            log.exception("unhandled error")
-            return JSONResponse(error_body(f"internal error: {exc}", "server_error"), status_code=500)
+    app.add_middleware(UnexpectedErrorMiddleware, log=log)  # outermost: errors of the body limit too
 
     async def check_key(request: Request) -> None:
         """The API key: ``Authorization: Bearer <key>`` (OpenAI clients) or ``x-api-key: <key>``

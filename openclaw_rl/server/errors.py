@@ -7,7 +7,8 @@ https://docs.anthropic.com/en/api/errors), so each client's SDK raises its own t
 from __future__ import annotations
 
 import json
-from typing import AsyncIterator, TypeVar
+import logging
+from typing import Any, AsyncIterator, TypeVar
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
@@ -62,6 +63,56 @@ def error_response(request: Request, status: int, message: str, type_: str = "in
 
 class ClientDisconnected(Exception):
     """The client went away before a non-streamed reply was ready (nothing is recorded)."""
+
+
+class UnexpectedErrorMiddleware:
+    """ASGI middleware: an unexpected error before the response started becomes a 500 error JSON
+    (:class:`ClientDisconnected` a 499) *without* re-raising, so uvicorn keeps the connection alive
+    (Starlette's own handler re-raises after its 500). An error after the response started (a
+    stream cut mid-way) is re-raised: uvicorn logs it and closes the connection.
+
+    A plain ASGI middleware rather than ``@app.middleware("http")``: Starlette's
+    ``BaseHTTPMiddleware`` passes every chunk of a streamed response through an extra memory
+    stream and task, a per-token cost on every SSE stream
+    (https://www.starlette.io/middleware/#limitations).
+
+    Args:
+        app: the ASGI app.
+        log: where unexpected errors are logged (with their traceback).
+    """
+
+    def __init__(self, app: Any, log: logging.Logger):
+        self.app, self.log = app, log
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        started = False
+
+        async def tracked_send(message):
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked_send)
+        except ClientDisconnected:
+            if started:
+                raise
+            await self._error(send, 499, error_body("client disconnected", "invalid_request_error"))
+        except Exception as exc:
+            if started:
+                raise
+            self.log.exception("unhandled error")
+            await self._error(send, 500, error_body(f"internal error: {exc}", "server_error"))
+
+    @staticmethod
+    async def _error(send, status: int, body: dict) -> None:
+        data = json.dumps(body).encode()
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
+        await send({"type": "http.response.body", "body": data})
 
 
 async def until_disconnect(events: AsyncIterator, request: Request | None, every: int = 8) -> AsyncIterator:
