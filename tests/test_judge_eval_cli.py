@@ -57,8 +57,8 @@ def test_every_local_mode_on_the_tiny_model(tmp_path, capsys):
     assert main(["judge-eval", "--cases", path, "--model-path", TINY, "--modes", "all", "--hint-modes", "all",
                  "--json", "--verbose"]) == 0
     rep = json.loads(capsys.readouterr().out)
-    assert [r["mode"] for r in rep["prm"]] == ["classifier", "lexical", "hybrid", "prototype", "channel", "logprob",
-                                               "generate"]
+    assert [r["mode"] for r in rep["prm"]] == ["classifier", "probe", "lexical", "hybrid", "prototype", "channel",
+                                               "logprob", "generate"]
     for r in rep["prm"]:
         assert sum(sum(row.values()) for row in r["confusion"].values()) == 4
         assert 0.0 <= r["accuracy"] <= 1.0 and 0.0 <= r["invalid_rate"] <= 1.0
@@ -74,7 +74,7 @@ def test_every_local_mode_on_the_tiny_model(tmp_path, capsys):
     assert main(["judge-eval", "--cases", path, "--model-path", TINY, "--modes", "prototype,channel", "--json",
                  "--verbose"]) == 0
     again = json.loads(capsys.readouterr().out)["prm"]
-    assert [r["per_case"] for r in again] == [r["per_case"] for r in rep["prm"][3:5]]  # deterministic
+    assert [r["per_case"] for r in again] == [r["per_case"] for r in rep["prm"][4:6]]  # deterministic
 
 
 def test_endpoint_mode_against_a_real_server(tmp_path, capsys, tiny_server):

@@ -36,7 +36,7 @@ __all__ = ["evaluate_prm", "evaluate_hints", "format_prm_table", "format_group_t
            "EVAL_PRM_MODES", "HINT_MODES"]
 
 #: PRM modes judge-eval knows (``endpoint`` needs ``--prm-url``)
-EVAL_PRM_MODES = ("classifier", "lexical", "hybrid", "prototype", "channel", "logprob", "generate", "endpoint")
+EVAL_PRM_MODES = ("classifier", "probe", "lexical", "hybrid", "prototype", "channel", "logprob", "generate", "endpoint")
 #: hint modes: ``extractive`` (no model), ``model`` (the structured local judge, or the endpoint
 #: at ``--judge-url``)
 HINT_MODES = ("extractive", "model")

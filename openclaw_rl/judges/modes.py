@@ -6,6 +6,9 @@ mode             how the verdict is made
 ``classifier``   a trained three-way classifier of the user's next state plus structural verdicts
                  for tool calls and results (:mod:`.classifier`, :mod:`.tool_signals`); no judge
                  model (the classifier is built on first use into the model cache)
+``probe``        ``classifier``'s tool verdicts; for a user next state, a linear probe on the judge
+                 model's hidden states (layers 16 and 20) mixed with the classifier's
+                 probabilities, ``0`` below confidence 0.6 (:mod:`.probe`, built on first use)
 ``lexical``      keyword rules over the next state and its role (:mod:`.lexical`); no model
 ``hybrid``       ``lexical`` where a cue decides, ``prototype`` for cue-less user next states
 ``prototype``    nearest labelled prototype in the judge model's hidden space (:mod:`.prototype`)
@@ -37,7 +40,7 @@ __all__ = ["PRM_MODES", "DEFAULT_LOCAL_PRM_MODE", "MODEL_FOLDER_PRM_MODE", "is_b
 log = logging.getLogger(__name__)
 
 #: every ``--prm-mode`` value (``auto`` resolves to one of the others, see :func:`resolve_prm_mode`)
-PRM_MODES = ("auto", "classifier", "lexical", "hybrid", "prototype", "channel", "logprob", "generate")
+PRM_MODES = ("auto", "classifier", "probe", "lexical", "hybrid", "prototype", "channel", "logprob", "generate")
 #: the mode with the best measured agreement on held-out next states written in the styles of real
 #: users and tools (``openclaw-rl judge-eval --cases openclaw_rl/judges/data/heldout_cases.jsonl``;
 #: table in docs/judges.md); ``auto`` picks it for built-in judge models
@@ -87,6 +90,7 @@ def make_local_backend(mode: str, model_path: str | None = None, **kw) -> JudgeB
     from openclaw_rl.judges.channel import ChannelJudgeBackend
     from openclaw_rl.judges.classifier import ClassifierBackend
     from openclaw_rl.judges.lexical import HybridBackend, LexicalBackend
+    from openclaw_rl.judges.probe import ProbeJudgeBackend
     from openclaw_rl.judges.prototype import PrototypeJudgeBackend
 
     if mode == "classifier":
@@ -94,6 +98,8 @@ def make_local_backend(mode: str, model_path: str | None = None, **kw) -> JudgeB
     if mode == "lexical":
         return LexicalBackend()
     path = model_path or default_prm_model_path()
+    if mode == "probe":
+        return ProbeJudgeBackend(path, **kw)
     if mode == "hybrid":
         return HybridBackend(PrototypeJudgeBackend(path, **kw))
     if mode == "prototype":

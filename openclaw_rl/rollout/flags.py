@@ -87,8 +87,8 @@ class OpenClawFlags:
                                env="PRM_URL")
     prm_model_name: str | None = flag(None, "model name at --prm-url", env="PRM_MODEL", default_text="default")
     prm_api_key: str | None = flag(None, "API key of --prm-url", env="PRM_API_KEY")
-    prm_mode: Literal["auto", "classifier", "lexical", "hybrid", "prototype", "channel", "logprob", "generate"] = flag(
-        "auto", "local PRM judge mode (docs/judges.md): classifier, lexical, hybrid, prototype, channel, logprob or "
+    prm_mode: Literal["auto", "classifier", "probe", "lexical", "hybrid", "prototype", "channel", "logprob", "generate"] = flag(
+        "auto", "local PRM judge mode (docs/judges.md): classifier, probe, lexical, hybrid, prototype, channel, logprob or "
         "generate; auto = the best measured mode for a builtin: judge model (classifier), logprob for a model folder",
         env="PRM_MODE")
     prm_enable: bool = flag(False, "score every agent step with the step PRM judge (agent rollouts; "

@@ -13,7 +13,8 @@ import time
 
 
 def main() -> int:
-    """Resolve the built-in models, the PRM classifier and the tool model; returns 0 (raises on a failed build)."""
+    """Resolve the built-in models, the PRM classifier and probe and the tool model; returns 0 (raises on a
+    failed build)."""
     from openclaw_rl.models import resolve_model_path
     from tests.support.tool_model import recipe_key, tool_model_path
 
@@ -25,6 +26,10 @@ def main() -> int:
     t0 = time.time()
     load_classifier()  # the default CPU PRM judge: trained once into the model cache
     print(f"test models: PRM classifier -> {classifier_path()} ({time.time() - t0:.0f} s)", flush=True)
+    from openclaw_rl.judges.probe import ProbeJudgeBackend, probe_path
+    t0 = time.time()
+    ProbeJudgeBackend("builtin:smollm2-135m").user_probs("ok", "", "")  # the probe PRM mode: built once
+    print(f"test models: PRM probe -> {probe_path('builtin:smollm2-135m')} ({time.time() - t0:.0f} s)", flush=True)
     from tests.support.vllm_model import vllm_tiny_model
     t0 = time.time()
     print(f"test models: vLLM's tiny model -> {vllm_tiny_model()} ({time.time() - t0:.0f} s)", flush=True)
