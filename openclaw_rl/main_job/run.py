@@ -248,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
                          f"{a.method} on {a.model_path}: {pref.instruction}", quality=quality, nll=nll)
     gate = summary.get("promotion_gate") or {}
     result = {**traffic_counts(store, a.method), "method": a.method, "preference": pref.name,
-              "samples_trained": summary["samples_trained"], "steps": summary["steps"],
+              "model": a.model_path, "backend": a.backend, "samples_trained": summary["samples_trained"], "steps": summary["steps"],
               "versions_published": summary["versions_published"], "failed_requests": driver.failed,
               "user_sessions": driver.sessions,
               "satisfaction_before": before["rate"], "satisfaction_after": after["rate"],
