@@ -64,6 +64,32 @@ def cache_dir() -> Path:
     return path
 
 
+def build_cache_file(path: Path, save) -> None:
+    """Make the cache file ``path`` once across threads and processes: under an exclusive lock on
+    ``path.with_suffix(".lock")``, when ``path`` is still missing, ``save(tmp)`` writes it to a
+    temporary file in the same folder, which is then renamed onto ``path`` (atomic: a reader never
+    sees half a file, and concurrent first uses build it once).
+
+    Args:
+        path: the cache file (its folder exists, e.g. under :func:`cache_dir`).
+        save: ``save(tmp_path: str) -> None``, writes the built content to ``tmp_path``.
+
+    Raises:
+        whatever ``save`` raises (the temporary file is removed, ``path`` is not created).
+    """
+    with _file_lock(path.with_suffix(".lock")):
+        if path.is_file():
+            return
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        os.close(fd)
+        try:
+            save(tmp)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+
+
 @contextmanager
 def _file_lock(path: Path):
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -31,11 +31,8 @@ classifier`` and ``docs/judges.md``.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
-import os
 import re
-import tempfile
 import threading
 import unicodedata
 import zlib
@@ -47,6 +44,7 @@ from openclaw_rl.judges.backends import BackendScore, JudgeBackend, _check_n
 from openclaw_rl.judges.lexical import lexical_verdict
 from openclaw_rl.judges.prompts import VERDICTS, state_text
 from openclaw_rl.judges.tool_signals import tool_verdict
+from openclaw_rl.models import build_cache_file, cache_dir
 
 __all__ = ["featurize", "FeedbackClassifier", "train_classifier", "training_examples", "load_classifier",
            "classifier_path", "ClassifierBackend", "RECIPE"]
@@ -211,7 +209,6 @@ def _key(recipe: dict) -> str:
 
 def classifier_path(recipe: dict = RECIPE) -> Path:
     """Where the model of ``recipe`` is cached: ``$OPENCLAW_RL_CACHE/models/feedback-classifier-<key>.pt``."""
-    from openclaw_rl.models import cache_dir
 
     return cache_dir() / f"feedback-classifier-{_key(recipe)}.pt"
 
@@ -230,14 +227,10 @@ def load_classifier(recipe: dict = RECIPE) -> FeedbackClassifier:
         if path in _LOADED:
             return _LOADED[path]
         if not path.is_file():
-            with open(path.with_suffix(".lock"), "w") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)
-                if not path.is_file():
-                    clf = train_classifier(training_examples(recipe), recipe)
-                    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-                    os.close(fd)
-                    torch.save({"weight_D_C": clf.weight_D_C.to_sparse(), "bias_C": clf.bias_C}, tmp)
-                    os.replace(tmp, path)
+            def save(tmp: str) -> None:
+                clf = train_classifier(training_examples(recipe), recipe)
+                torch.save({"weight_D_C": clf.weight_D_C.to_sparse(), "bias_C": clf.bias_C}, tmp)
+            build_cache_file(path, save)
         state = torch.load(path, weights_only=True)
         _LOADED[path] = FeedbackClassifier(state["weight_D_C"].to_dense(), state["bias_C"])
         return _LOADED[path]

@@ -33,11 +33,8 @@ Measured numbers and the commands: ``docs/judges.md`` (section ``probe``).
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import hashlib
 import math
-import os
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +46,7 @@ from openclaw_rl.judges.classifier import FeedbackClassifier, load_classifier
 from openclaw_rl.judges.feedback_corpus import corpus_fingerprint, generate, split
 from openclaw_rl.judges.prompts import VERDICTS, state_text
 from openclaw_rl.judges.tool_signals import tool_verdict
-from openclaw_rl.models import cache_dir
+from openclaw_rl.models import build_cache_file, cache_dir
 
 __all__ = ["RECIPE", "HiddenStateEncoder", "LinearProbe", "probe_examples", "train_probe", "probe_path",
            "load_probe", "mix_probs", "ProbeJudgeBackend"]
@@ -257,16 +254,11 @@ def load_probe(encoder: HiddenStateEncoder, model_path: str, recipe: dict = RECI
         if path in _LOADED:
             return _LOADED[path]
         if not path.is_file():
-            with open(path.with_suffix(".lock"), "w") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)
-                if not path.is_file():
-                    rows = probe_examples(recipe)
-                    feats_N_F = encoder.encode([r[:3] for r in rows], recipe["batch"])
-                    probe = train_probe(feats_N_F, [r[3] for r in rows], recipe)
-                    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-                    os.close(fd)
-                    torch.save(vars(probe), tmp)
-                    os.replace(tmp, path)
+            def save(tmp: str) -> None:
+                rows = probe_examples(recipe)
+                feats_N_F = encoder.encode([r[:3] for r in rows], recipe["batch"])
+                torch.save(vars(train_probe(feats_N_F, [r[3] for r in rows], recipe)), tmp)
+            build_cache_file(path, save)
         _LOADED[path] = LinearProbe(**torch.load(path, weights_only=True))
         return _LOADED[path]
 
