@@ -12,7 +12,7 @@ import pytest
 
 from openclaw_rl.judges.channel import STATEMENTS, ChannelJudgeBackend
 from openclaw_rl.judges.lexical import HybridBackend, LexicalBackend
-from openclaw_rl.judges.modes import make_local_backend, resolve_hint_mode, resolve_prm_mode
+from openclaw_rl.judges.modes import PRM_MODES, make_local_backend, resolve_hint_mode, resolve_prm_mode
 from openclaw_rl.judges.prompts import JudgeInput
 from openclaw_rl.judges.prototype import PrototypeJudgeBackend
 from slime.methods.registry import load_method_class
@@ -155,4 +155,5 @@ def test_bad_prm_mode_from_env_is_a_one_line_error(monkeypatch, capsys):
     monkeypatch.setenv("PRM_MODE", "psychic")
     assert main(["--model-path", TINY, "--num-rollout", "1"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "PRM_MODE must be one of auto, classifier, lexical" in err and len(err.splitlines()) == 1
+    assert f"PRM_MODE must be one of {', '.join(PRM_MODES)}, got 'psychic'" in err
+    assert len(err.splitlines()) == 1
