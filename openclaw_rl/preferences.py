@@ -95,16 +95,21 @@ class Preference:
     over_terms: tuple[str, ...] = ()
     paraphrase: str = ""
 
-    def quality_problem(self, reply: str, question: str | None = None) -> str | None:
+    def quality_problem(self, reply: str, question: str | None = None, *, cut: bool = False) -> str | None:
         """What a person would object to in ``reply`` beyond the stated rule, or None:
         a :class:`slime.behaviour.Problem` value (``over_application``, ``repetition_loop``,
-        ``rare_char_run``, ``tool_call_loop``) or ``"no_answer"``: the reply ignores the question,
+        ``rare_char_run``, ``tool_call_loop``); ``"no_answer"``: the reply ignores the question,
         either with fewer than two words besides the requested ones or, when ``question`` (its
         text) is given, with no content word in common with it (:func:`slime.behaviour.on_topic`:
-        "Alex, how nice to meet you!" to an arithmetic question)."""
+        "Alex, how nice to meet you!" to an arithmetic question); or ``"cut_off"`` when ``cut``
+        (the reply ended on the token budget, finish reason ``length``): the person sees a reply
+        that stops mid-sentence, whatever it says. A length rule is otherwise met by exactly such
+        replies (docs/learning.md, run m1: 14 of 21 accepted ``max-20-words`` replies were cut)."""
         found = behaviour_problems(reply, self.over_terms)
         if found:  # over-application first: it is what a person names ("stop saying my name")
             return (Problem.OVER_APPLICATION if Problem.OVER_APPLICATION in found else next(iter(found))).value
+        if cut:
+            return "cut_off"
         wanted = {t.lower() for t in self.over_terms}
         if len([w for w in words(reply) if w not in wanted and w.removesuffix("'s") not in wanted]) < 2:
             return "no_answer"
@@ -112,23 +117,25 @@ class Preference:
             return "no_answer"
         return None
 
-    def satisfied(self, reply: str, question: str | None = None) -> bool:
+    def satisfied(self, reply: str, question: str | None = None, *, cut: bool = False) -> bool:
         """True when ``reply`` meets the preference and a person would accept it: not empty, the
-        rule holds and :meth:`quality_problem` (given ``question``, the text it answers) finds
-        nothing."""
-        return bool(reply.strip()) and bool(self.check(reply)) and self.quality_problem(reply, question) is None
+        rule holds and :meth:`quality_problem` (given ``question``, the text it answers, and
+        ``cut``, whether the reply ended on the token budget) finds nothing."""
+        return (bool(reply.strip()) and bool(self.check(reply))
+                and self.quality_problem(reply, question, cut=cut) is None)
 
-    def feedback(self, reply: str, key: str = "", question: str | None = None) -> str:
-        """The user's next message after ``reply`` (to ``question``, its text, when given): a
-        correction or a praise, in a style picked by hashing ``key`` (e.g. the session id and turn
-        index) and the reply. A reply that meets the rule but has a :meth:`quality_problem` gets
-        that problem's correction ("You didn't answer my question.")."""
+    def feedback(self, reply: str, key: str = "", question: str | None = None, *, cut: bool = False) -> str:
+        """The user's next message after ``reply`` (to ``question``, its text, when given; ``cut``:
+        it ended on the token budget): a correction or a praise, in a style picked by hashing
+        ``key`` (e.g. the session id and turn index) and the reply. A reply that meets the rule but
+        has a :meth:`quality_problem` gets that problem's correction ("You didn't answer my
+        question.", "Your answer got cut off.")."""
         digest = hashlib.sha256(f"{key}\x00{reply}".encode()).digest()
-        problem = self.quality_problem(reply, question) if reply.strip() else None
+        problem = self.quality_problem(reply, question, cut=cut) if reply.strip() else None
         if problem is not None and self.check(reply):
             options = _quality_corrections(problem, self.over_terms)
         else:
-            options = self.praises if self.satisfied(reply, question) else self.corrections
+            options = self.praises if self.satisfied(reply, question, cut=cut) else self.corrections
         return options[digest[0] % len(options)]
 
 
@@ -152,6 +159,9 @@ def _quality_corrections(problem: str, terms: tuple[str, ...]) -> tuple[str, ...
                  "Please stop repeating my name; once is enough. What about my question?")
                 if name else (f"You don't need to repeat {said} all the time. Just answer the question.",
                               f"Why do you keep saying {said}? Please answer properly."))
+    if problem == "cut_off":
+        return ("Your answer got cut off; please try again.",
+                "That stops mid-sentence. Please redo it, complete this time.")
     if problem == "no_answer":
         return ("You didn't answer my question.", "That doesn't answer anything. Please answer the question.")
     if problem == Problem.REPETITION_LOOP.value:
@@ -199,8 +209,10 @@ PREFERENCES: dict[str, Preference] = {p.name: p for p in (
                paraphrase="No bullet points, headings or bold, just ordinary prose."),
 )}
 
-#: the main job's preference (chosen by measured baseline; see the module docstring)
-DEFAULT_PREFERENCE = "name-alex"
+#: the main job's preference (chosen by measured baseline; see the module docstring). Once the user
+#: rejects replies cut by the 32-token budget, ``name-alex`` has no room left at that budget (the
+#: base model's held-out rate 0.000, 37 of 40 replies cut), ``max-20-words`` 0.225 (docs/learning.md).
+DEFAULT_PREFERENCE = "max-20-words"
 
 
 def get_preference(name: str) -> Preference:

@@ -35,6 +35,19 @@ def test_a_good_reply_is_praised_and_a_plain_miss_gets_the_preference_correction
     assert not ALEX.satisfied(miss) and ALEX.feedback(miss) in ALEX.corrections
 
 
+def test_a_reply_cut_by_the_token_budget_is_a_miss_even_when_it_meets_a_length_rule():
+    short = PREFERENCES["max-20-words"]
+    cut = "Photosynthesis turns sunlight, water and carbon dioxide into sugar and oxygen in the"
+    assert short.check(cut) and short.satisfied(cut, "How does photosynthesis work?")
+    assert short.quality_problem(cut, "How does photosynthesis work?", cut=True) == "cut_off"
+    assert not short.satisfied(cut, "How does photosynthesis work?", cut=True)
+    corrections = {short.feedback(cut, key=str(k), cut=True) for k in range(16)}
+    assert corrections and all("cut off" in c or "mid-sentence" in c for c in corrections), corrections
+    assert all(lexical_verdict(c, "user") == -1 for c in corrections)
+    good = "Sure, Alex! Paris is the capital of France."
+    assert not ALEX.satisfied(good, cut=True) and ALEX.satisfied(good)
+
+
 def test_quality_metrics_count_over_application_and_diversity():
     replies = {"a": "Alex, Alex, hello Alex.", "b": "Hi Alex, Paris is the capital.", "c": "the the the the"}
     assert reply_quality(replies["a"], ("Alex",))["over_applied"]

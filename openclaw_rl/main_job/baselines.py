@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             r = measure(base, "sk-baselines", test_q, PREFERENCES[name], a.max_tokens)
             rows[name] = {"rate": r["rate"], "ci95": r["ci95"], "n": r["n"], "seconds": r["seconds"],
+                          "cut_off": sum(r["cut"].values()) / max(1, r["n"]),
                           "example": next(iter(r["replies"].values()))[:80]}
             if a.with_hint:
                 h = measure(base, "sk-baselines", test_q, PREFERENCES[name], a.max_tokens,

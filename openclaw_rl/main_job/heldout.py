@@ -43,7 +43,8 @@ def measure(base_url: str, api_key: str, questions: list[Question], preference: 
 
     Returns:
         ``{"rate", "n", "ci95": [low, high] (Wilson), "satisfied": {question id: bool},
-        "replies": {question id: text}, "seconds"}``.
+        "replies": {question id: text}, "cut": {question id: bool} (the reply ended on
+        ``max_tokens``; a person rejects it, :meth:`Preference.quality_problem`), "seconds"}``.
 
     Raises:
         openai.OpenAIError: a request failed (a measurement with holes would not be paired).
@@ -64,15 +65,17 @@ def measure(base_url: str, api_key: str, questions: list[Question], preference: 
             messages=[{"role": "system", "content": SYSTEM},
                       {"role": "user", "content": user_message(q, preference) + suffix}],
             extra_headers={"X-Turn-Type": "side", "X-Session-Id": f"heldout-{time.time_ns()}-{i}"})
-        return q.id, r.choices[0].message.content or ""
+        return q.id, (r.choices[0].message.content or "", r.choices[0].finish_reason == "length")
 
     with ThreadPoolExecutor(max(1, concurrency)) as pool:
-        replies = dict(pool.map(ask, enumerate(questions)))
+        answered = dict(pool.map(ask, enumerate(questions)))
     asked = {q.id: q.text for q in questions}
-    satisfied = {qid: preference.satisfied(text, asked[qid]) for qid, text in replies.items()}
+    replies = {qid: text for qid, (text, _) in answered.items()}
+    cut = {qid: was_cut for qid, (_, was_cut) in answered.items()}
+    satisfied = {qid: preference.satisfied(text, asked[qid], cut=cut[qid]) for qid, text in replies.items()}
     n, ok = len(satisfied), sum(satisfied.values())
     return {"rate": ok / max(1, n), "n": n, "ci95": list(wilson_interval(ok, n)), "satisfied": satisfied,
-            "replies": replies, "seconds": round(time.time() - t0, 1)}
+            "replies": replies, "cut": cut, "seconds": round(time.time() - t0, 1)}
 
 
 def compare(before: dict, after: dict) -> dict:

@@ -38,18 +38,21 @@ def reply_quality(reply: str, terms: tuple[str, ...], question: str | None = Non
     return row
 
 
-def quality_summary(replies: dict[str, str], terms: tuple[str, ...], questions: dict[str, str] | None = None) -> dict:
+def quality_summary(replies: dict[str, str], terms: tuple[str, ...], questions: dict[str, str] | None = None,
+                    cut: dict[str, bool] | None = None) -> dict:
     """Rates and means over one measurement's replies.
 
     Args:
         replies: question id -> reply. terms: the preference's words.
         questions: question id -> question text; when given, the on-topic rate is added.
+        cut: question id -> whether the reply ended on the token budget; when given, its rate is
+            added as ``"cut_off"``.
 
     Returns:
         ``{"over_application": {"rate", "ci95"}, "any_problem": {"rate", "ci95"},
         "distinct_pairs": {"mean", "ci95"}, "words": {"mean", "ci95"}, "term_share": share of all
         words that are the preference's words, "n"}``, and ``"on_topic": {"rate", "ci95"}`` with
-        ``questions``.
+        ``questions``, ``"cut_off": {"rate", "ci95"}`` with ``cut``.
     """
     rows = [reply_quality(r, terms, None if questions is None else questions[k]) for k, r in replies.items()]
     n = len(rows)
@@ -68,6 +71,9 @@ def quality_summary(replies: dict[str, str], terms: tuple[str, ...], questions: 
            "term_share": sum(r["term_uses"] for r in rows) / max(1, total_words)}
     if questions is not None:
         out["on_topic"] = rate("on_topic")
+    if cut is not None:
+        k = sum(bool(cut.get(q)) for q in replies)
+        out["cut_off"] = {"rate": k / max(1, n), "ci95": list(wilson_interval(k, n))}
     return out
 
 

@@ -232,9 +232,10 @@ def main(argv: list[str] | None = None) -> int:
     reserved = _reserve(a, out, test_q, pref)
     terms = pref.over_terms or pref.hint_terms
     texts = {q.id: q.text for q in test_q}
-    quality = {"before": quality_summary(before["replies"], terms, texts),
-               "after": quality_summary(after["replies"], terms, texts),
-               "reserved": None if reserved is None else quality_summary(reserved["replies"], terms, texts)}
+    quality = {"before": quality_summary(before["replies"], terms, texts, before.get("cut")),
+               "after": quality_summary(after["replies"], terms, texts, after.get("cut")),
+               "reserved": None if reserved is None else quality_summary(reserved["replies"], terms, texts,
+                                                                          reserved.get("cut"))}
     ckpt = out / "ckpt" / "checkpoint-latest"
     nll = reference_nll(a.model_path, ckpt if ckpt.exists() else None)
     store = TrajectoryStore(out / "rl_buffer")

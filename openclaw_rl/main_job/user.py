@@ -26,13 +26,15 @@ __all__ = ["TruthRecord", "UserDriver"]
 @dataclass(frozen=True)
 class TruthRecord:
     """What the user saw in one main turn: session, turn index in the session, the reply text,
-    whether it met the preference, and the reaction sent back."""
+    whether it met the preference, the reaction sent back, and whether the reply ended on the
+    token budget (finish reason ``length``; the user rejects such a reply as cut off)."""
 
     session_id: str
     index: int
     reply: str
     satisfied: bool
     reaction: str
+    cut: bool = False
 
 
 class UserDriver:
@@ -113,11 +115,17 @@ class UserDriver:
                     stream = client.chat.completions.create(model=self.model, messages=messages, stream=True,
                                                             max_tokens=self.max_tokens,
                                                             extra_headers={"X-Session-Id": sid})
-                    reply = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
-                    reaction = self.preference.feedback(reply, key=f"{sid}:{k}", question=q.text)
+                    parts, finish = [], None
+                    for c in stream:
+                        if c.choices:
+                            parts.append(c.choices[0].delta.content or "")
+                            finish = c.choices[0].finish_reason or finish
+                    reply, cut = "".join(parts), finish == "length"
+                    reaction = self.preference.feedback(reply, key=f"{sid}:{k}", question=q.text, cut=cut)
                     with self._lock:
                         self.requests += 1
-                        self.truth.append(TruthRecord(sid, k, reply, self.preference.satisfied(reply, q.text), reaction))
+                        self.truth.append(TruthRecord(sid, k, reply, self.preference.satisfied(reply, q.text, cut=cut),
+                                                      reaction, cut))
                     messages += [{"role": "assistant", "content": reply}, {"role": "user", "content": reaction}]
                 # the closing request carries the reaction to the last reply (its own reply is a side turn)
                 client.chat.completions.create(model=self.model, messages=messages, max_tokens=1,
