@@ -79,15 +79,14 @@ def test_student_rule(reply, ok):
 
 
 def test_ta_rule_counts_tokens_against_the_scaled_threshold():
-    assert ta_min_tokens(32) == 24 and ta_min_tokens(133) == 100 and ta_min_tokens(4096) == 100
+    assert ta_min_tokens(32) == 16 and ta_min_tokens(200) == 100 and ta_min_tokens(4096) == 100
     ta = get_persona("ta", WORDS)
-    assert "more than 24 tokens" in ta.rule and "scaled" in ta.rule
+    assert "more than 16 tokens" in ta.rule and "scaled" in ta.rule
     assert get_persona("ta", ReplyBudget(512, WORDS.count_tokens)).rule == "more than 100 tokens"
     q = "What makes a good apple pie recipe for beginners?"
     base = "A good apple pie for beginners needs tart apples, a buttery crust, some sugar and cinnamon"  # 16 words
-    filler = " and then you bake the pie until golden and let it cool well".split()
-    assert ta.passes(base + " " + " ".join(filler[:8]) + ".", q) is False   # 24 words: not more than 24
-    assert ta.passes(base + " " + " ".join(filler[:9]) + ".", q) is True    # 25 words
+    assert ta.passes(base + ".", q) is False   # 16 words: not more than 16
+    assert ta.passes(base + " mixed.", q) is True    # 17 words
     assert ta.passes("Apples.", q) is False
 
 

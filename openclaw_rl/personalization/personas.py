@@ -13,8 +13,9 @@ Registered personas (:data:`PERSONAS`; :func:`register_persona` adds one):
   - ``student`` asks grade-school homework (GSM8K) and wants answers that do not look machine-made:
     no bold text, no numbered list, no boxed answer (``\\boxed{}``);
   - ``ta`` asks open questions (MT-bench) and wants detailed answers: more than ``N`` tokens of the
-    served model's tokenizer, where ``N`` is the paper's 100, or 3/4 of the run's reply budget when
-    that is smaller (:func:`ta_min_tokens`: a 32-token budget gives 24), so the rule can hold at all;
+    served model's tokenizer, where ``N`` is the paper's 100, or half the run's reply budget when
+    that is smaller (:func:`ta_min_tokens`: a 32-token budget gives 16), so that a finished reply
+    can pass at all (a reply cut by the budget is rejected as cut off, as by every user here);
     the report says which ``N`` a run used;
   - ``teacher`` asks homework questions (GSM8K) and wants warmth: one of :data:`WARM_PHRASES`
     ("well done!", "great job", ...);
@@ -99,8 +100,10 @@ class BenchPersona:
 
 def ta_min_tokens(max_tokens: int) -> int:
     """The TA's threshold ``N`` for a reply budget of ``max_tokens`` tokens: the paper's 100, or
-    ``ceil(3/4 * max_tokens)`` when that is smaller (a reply must be able to pass)."""
-    return min(PAPER_TA_TOKENS, math.ceil(0.75 * max_tokens))
+    ``ceil(max_tokens / 2)`` when that is smaller. A passing reply has more than ``N`` tokens and
+    ends before the budget (a reply cut by the budget is rejected as cut off,
+    :meth:`Preference.quality_problem`), so the window ``N+1 .. max_tokens-1`` must be wide."""
+    return min(PAPER_TA_TOKENS, math.ceil(max_tokens / 2))
 
 
 def _student_ok(reply: str) -> bool:
@@ -136,7 +139,7 @@ def ta(budget: ReplyBudget) -> BenchPersona:
          "No, I asked for a detailed answer, not a short one."),
         _THANKS, ("detailed", "detail", "thorough", "longer"))
     rule = f"more than {n} tokens" + ("" if n == PAPER_TA_TOKENS else
-                                      f" (the paper's {PAPER_TA_TOKENS}, scaled to 3/4 of the "
+                                      f" (the paper's {PAPER_TA_TOKENS}, scaled to half the "
                                       f"{budget.max_tokens}-token reply budget)")
     return BenchPersona("ta", pref, "mt-bench", rule)
 
