@@ -221,3 +221,18 @@ def test_sigterm_stops_the_server_and_ray_the_main_job_started(tmp_path, phase):
                 os.kill(p, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def test_per_version_counts_first_replies_and_retries_apart():
+    from types import SimpleNamespace
+
+    from openclaw_rl.main_job.user import TruthRecord
+
+    def row(v, index, ok, cut=False):
+        return SimpleNamespace(weight_version=v), {"verdict": 1 if ok else -1}, TruthRecord("s", index, "r", ok, "x", cut)
+
+    rows = [row(0, 0, False, cut=True), row(0, 0, True), row(0, 1, True), row(0, 1, True), row(1, 0, False)]
+    out = per_version(rows)
+    assert out[0]["n"] == 4 and out[0]["satisfaction"] == 0.75 and out[0]["cut"] == 0.25
+    assert out[0]["first_reply"] == 0.5 and out[0]["retry"] == 1.0 and out[0]["prm_agreement"] == 1.0
+    assert out[1]["first_reply"] == 0.0 and out[1]["retry"] is None

@@ -69,15 +69,27 @@ def judge_report(rows: list[tuple], hint_terms: tuple[str, ...]) -> dict:
 
 def per_version(rows: list[tuple]) -> dict[int, dict]:
     """Per weight version that produced the replies: ``{version: {"n", "satisfaction",
-    "prm_agreement"}}`` (agreement None when no PRM verdict was recorded)."""
+    "first_reply", "retry", "cut", "prm_agreement"}}``. ``first_reply`` is the satisfaction of a
+    session's first replies (what the held-out questions measure), ``retry`` that of the replies
+    after the user's reaction (a correction in context), each None without such replies; ``cut``
+    the share of replies that ended on the token budget; agreement None when no PRM verdict was
+    recorded."""
     groups: dict[int, list] = defaultdict(list)
     for turn, d, rec in rows:
         groups[int(turn.weight_version)].append((d, rec))
+
+    def rate(recs):
+        return sum(rec.satisfied for rec in recs) / len(recs) if recs else None
+
     out = {}
     for v, items in sorted(groups.items()):
         judged = [(d, rec) for d, rec in items if "verdict" in d]
         agree = sum((d["verdict"] == 1) == rec.satisfied and d["verdict"] != 0 for d, rec in judged)
-        out[v] = {"n": len(items), "satisfaction": sum(rec.satisfied for _, rec in items) / len(items),
+        recs = [rec for _, rec in items]
+        out[v] = {"n": len(items), "satisfaction": rate(recs),
+                  "first_reply": rate([r for r in recs if r.index == 0]),
+                  "retry": rate([r for r in recs if r.index > 0]),
+                  "cut": sum(r.cut for r in recs) / len(recs),
                   "prm_agreement": agree / len(judged) if judged else None}
     return out
 
