@@ -64,7 +64,7 @@ def test_the_main_jobs_feedback_is_judged_right(judge, name):
         assert _verdict(judge, JudgeInput("reply", text, "user", None, pref.instruction)) == -1, text
     for text in pref.praises:
         assert _verdict(judge, JudgeInput("reply", text, "user", None, pref.instruction)) == 1, text
-    for problem in [*(p.value for p in Problem), "no_answer"]:  # a reply that keeps the rule but is unusable
+    for problem in [*(p.value for p in Problem), "no_answer", "cut_off"]:  # a reply that keeps the rule but is unusable
         for text in _quality_corrections(problem, pref.over_terms):
             assert _verdict(judge, JudgeInput("reply", text, "user", None, pref.instruction)) == -1, text
 
