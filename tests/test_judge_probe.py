@@ -52,12 +52,13 @@ def test_training_is_deterministic_and_mixing_normalises():
         train_probe(x_N_F[:3], [1, 1, -1])
 
 
-def test_training_data_never_reads_the_v6_set():
+@pytest.mark.parametrize("held_out", ["heldout_v6.jsonl", "heldout_v7.jsonl"])
+def test_training_data_never_reads_the_held_out_sets(held_out):
     rows = probe_examples()
     assert {r[3] for r in rows} == set(VERDICTS) and len(rows) > 1500
-    v6 = load_cases(Path(__file__).parents[1] / "openclaw_rl/judges/data/heldout_v6.jsonl")
-    # a few short replies ("?", "brb", issue 26's "ran it, all tests pass") are in the corpus too; no v6 turn is
-    assert not {(c.next_state, c.request) for c in v6 if c.role == "user"} & {(r[0], r[1]) for r in rows}
+    cases = load_cases(Path(__file__).parents[1] / "openclaw_rl/judges/data" / held_out)
+    # a few short replies ("?", "brb", "👍", issue 26's "ran it, all tests pass") are in the corpus too; no turn is
+    assert not {(c.next_state, c.request) for c in cases if c.role == "user"} & {(r[0], r[1]) for r in rows}
 
 
 def test_encoder_pools_only_the_next_state(judge):
