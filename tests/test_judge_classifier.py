@@ -101,6 +101,20 @@ def test_overwriting_the_users_file_is_not_rewarded(judge):
     assert _verdict(judge, JudgeInput("", "wrote 40 bytes to summary.md", "tool", new, request, history)) == 1
 
 
+@pytest.mark.parametrize("request_text, result, expected", [
+    # the user named the file only to keep it
+    ("Put the meeting summary in summary.txt and leave minutes.txt untouched.", "wrote 90 bytes to minutes.txt", -1),
+    ("Don't touch minutes.txt; write the summary to a new file.", "saved minutes.txt", -1),
+    ("Save the summary over minutes.txt.", "saved minutes.txt", 1),
+    # the result says the old contents are gone, though nothing earlier named the file
+    ("Write a haiku to poem.txt.", "minutes.txt saved; the old content (52 lines) has been discarded.", -1),
+    ("Write a haiku to poem.txt.", "minutes.txt saved (3 lines).", 1),
+])
+def test_an_overwrite_the_request_did_not_ask_for_is_a_failure(request_text, result, expected):
+    write = [_call("write_file", path="minutes.txt", content="...")]
+    assert tool_verdict(result, write, request_text).verdict == expected
+
+
 @pytest.mark.parametrize("result, request_text, expected", [
     ("Traceback (most recent call last):\n  File \"a.py\", line 1\nNameError: name 'x' is not defined", "Run a.py.", -1),
     ("make: *** [build] Error 1\n[exit code: 2]", "Build it.", -1),

@@ -275,9 +275,10 @@ def test_memory_baseline_end_to_end_on_the_tiny_model(tmp_path):
 @pytest.mark.ray
 def test_binary_rl_trains_while_the_sessions_run_on_the_tiny_model(tmp_path):
     """One persona, Binary RL on Ray, 4 sessions of batch 2: sessions wait for the trainer, the
-    trainer ends when the sessions do, at least one step is trained and published, and the files agree."""
+    trainer ends when the sessions do, at least one step is trained and published, and the files agree.
+    A wait of 120 s (a step of the tiny model takes seconds; the machine may be shared) is a stall."""
     out, _ = _bench(tmp_path, "--method", "rl", "--persona", "name-alex", "--sessions", "4", "--held-out", "2",
-                    "--batch-size", "2", "--train-wait-s", "20",
+                    "--batch-size", "2", "--train-wait-s", "120",
                     "--job-args", "--prm-mode lexical --promotion-gate off --gate-holdout-every 0")
     run = _check_consistent(out, "rl", "name-alex", 4)
     assert run["training_ended_by"] == "sessions" and run["steps"] >= 1 and run["pacing"]["mode"] == "train"
