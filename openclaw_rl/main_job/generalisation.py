@@ -118,20 +118,23 @@ def check(model: str, preference: Preference, *, base_model: str | None = None, 
         base = ep.base_url.rsplit("/v1", 1)[0]
         for name, pref in conditions(preference).items():
             m = measure(base, ep.api_key, list(questions), pref, max_tokens, seed=seed, model=target.label)
-            out[name] = {"rate": m["rate"], "ci95": m["ci95"], "quality": quality_summary(m["replies"], terms, {q.id: q.text for q in questions}),
+            texts = {q.id: q.text for q in questions}
+            out[name] = {"rate": m["rate"], "ci95": m["ci95"],
+                         "quality": quality_summary(m["replies"], terms, texts, m.get("cut")),
                          "replies": m["replies"]}
     return out
 
 
 def _table(results: dict[str, dict]) -> list[str]:
     lines = [f"{'model':<12} {'condition':<12} {'holds':>6} {'95% CI':>14} {'3+ uses':>8} {'term share':>10} "
-             f"{'distinct-2':>10} {'words':>6}"]
+             f"{'distinct-2':>10} {'words':>6} {'cut':>6}"]
     for label, by_condition in results.items():
         for cond, r in by_condition.items():
             q = r["quality"]
             lines.append(f"{label:<12} {cond:<12} {r['rate']:>6.3f} [{r['ci95'][0]:.2f}, {r['ci95'][1]:.2f}]"
                          f" {q['over_application']['rate']:>8.3f} {q['term_share']:>10.3f}"
-                         f" {q['distinct_pairs']['mean']:>10.3f} {q['words']['mean']:>6.1f}")
+                         f" {q['distinct_pairs']['mean']:>10.3f} {q['words']['mean']:>6.1f}"
+                         f" {q['cut_off']['rate'] if q.get('cut_off') else float('nan'):>6.3f}")
     return lines
 
 
