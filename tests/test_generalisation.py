@@ -3,13 +3,18 @@ its questions, and one real check of a served model."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 from openclaw_rl.main_job.generalisation import CONDITIONS, EVERYDAY, check, conditions
 from openclaw_rl.main_job.heldout import user_message
 from openclaw_rl.main_job.questions import question_sets
 from openclaw_rl.preferences import PREFERENCES, get_preference
+from tests.support.processes import descendants, running
 
 
 def test_every_preference_has_a_paraphrase_unlike_its_instruction():
@@ -48,3 +53,41 @@ def test_a_missing_checkpoint_is_a_one_line_error(tmp_path):
     r = subprocess.run([sys.executable, "-m", "openclaw_rl.main_job.generalisation", "--checkpoint",
                         str(tmp_path / "nope")], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "does not exist" in r.stderr.strip().splitlines()[-1]
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (FileNotFoundError, ProcessLookupError):
+        return b""
+
+
+def test_sigterm_stops_the_server_the_check_started(tmp_path):
+    """``kill <pid>`` while the check serves a model: exit 143 with one line, and its server is
+    stopped, not left running (before, Python's default SIGTERM ended the check at once)."""
+    proc = subprocess.Popen([sys.executable, "-m", "openclaw_rl.main_job.generalisation", "--checkpoint", str(tmp_path),
+                             "--base-model", "builtin:tiny-qwen3", "--out", str(tmp_path / "g.json")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    started: list[int] = []
+    try:
+        deadline = time.time() + 300
+        while not (started := [p for p in descendants(proc.pid) if b"openclaw_rl.server" in _cmdline(p)]):
+            assert proc.poll() is None and time.time() < deadline, proc.stderr.read()[-2000:]
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 143 and err.strip().splitlines()[-1] == (
+            "generalisation: terminated: stopped the server it started"), err[-2000:]
+        deadline = time.time() + 30
+        while [p for p in started if running(p)] and time.time() < deadline:
+            time.sleep(0.5)
+        assert [p for p in started if running(p)] == [], "the server outlived the check"
+    finally:  # whatever is left, by pid
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        for p in started:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

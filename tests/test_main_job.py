@@ -24,6 +24,7 @@ from openclaw_rl.main_job.report import joined_turns, judge_report, per_version
 from openclaw_rl.main_job.run import DEFAULT_STEPS, parse_main_args, report_lines, trainer_argv
 from openclaw_rl.main_job.user import UserDriver
 from openclaw_rl.preferences import DEFAULT_PREFERENCE, get_preference
+from tests.support.processes import descendants, running
 
 
 def test_held_out_questions_are_never_training_questions():
@@ -158,25 +159,9 @@ def test_the_report_says_what_the_gate_and_the_collapse_guard_did():
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _descendants(pid: int) -> list[int]:
-    """Every process below ``pid`` (Linux ``/proc``: the children of each of its threads, recursively)."""
-    out = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (int(c) for c in (task / "children").read_text().split()):
-            out += [child, *_descendants(child)]
-    return out
-
-
 def _job_log(out: Path) -> str:
     """The end of the main job's ``run.log`` under ``out`` (its stderr goes there, not to the pipe)."""
     return "".join(p.read_text()[-3000:] for p in out.glob("*/run.log"))
-
-
-def _running(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return False
 
 
 @pytest.mark.ray
@@ -197,11 +182,11 @@ def test_sigterm_stops_the_server_and_ray_the_main_job_started(tmp_path, phase):
     try:
         deadline = time.time() + 600
         wanted = b"ray::TrainActor" if phase == "training" else b"openclaw_rl.server"  # actors: the driver is connected
-        while not any(wanted in Path(f"/proc/{p}/cmdline").read_bytes() for p in _descendants(proc.pid)
+        while not any(wanted in Path(f"/proc/{p}/cmdline").read_bytes() for p in descendants(proc.pid)
                       if Path(f"/proc/{p}/cmdline").exists()):
             assert proc.poll() is None and time.time() < deadline, _job_log(tmp_path)
             time.sleep(0.5)
-        started = _descendants(proc.pid)
+        started = descendants(proc.pid)
         assert any(b"openclaw_rl.server" in Path(f"/proc/{p}/cmdline").read_bytes() for p in started
                    if Path(f"/proc/{p}/cmdline").exists()), "the job serves the policy from a child process"
         proc.send_signal(signal.SIGTERM)
@@ -209,9 +194,9 @@ def test_sigterm_stops_the_server_and_ray_the_main_job_started(tmp_path, phase):
         assert proc.returncode == 143, f"exit {proc.returncode}\n" + out[-3000:] + _job_log(tmp_path)
         assert "[main job] terminated: stopped the server, Ray and the simulated users it started" in out
         deadline = time.time() + 30
-        while [p for p in started if _running(p)] and time.time() < deadline:
+        while [p for p in started if running(p)] and time.time() < deadline:
             time.sleep(0.5)
-        assert [p for p in started if _running(p)] == [], "left running after the job ended"
+        assert [p for p in started if running(p)] == [], "left running after the job ended"
     finally:  # whatever is left, by pid (the test must not leak a server or a Ray cluster)
         if proc.poll() is None:
             proc.kill()

@@ -28,6 +28,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from openclaw_rl.interrupt import SIGTERM_EXIT, Terminated, sigterm_unwinds
 from openclaw_rl.main_job.questions import Question
 from openclaw_rl.preferences import DEFAULT_PREFERENCE, PREFERENCES, Preference, get_preference
 
@@ -139,7 +140,8 @@ def _table(results: dict[str, dict]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI (module docstring); returns 0, or 2 with a one-line error for a bad argument."""
+    """CLI (module docstring); returns 0, 2 with a one-line error for a bad argument, or 143 when
+    ended by SIGTERM (after stopping the server it started)."""
     p = argparse.ArgumentParser(prog="python -m openclaw_rl.main_job.generalisation", description=__doc__.split("\n")[0])
     p.add_argument("--checkpoint", required=True, help="the trained checkpoint (a run's ckpt folder or a checkpoint)")
     p.add_argument("--base-model", default="builtin:smollm2-135m", help="the model the run started from")
@@ -152,11 +154,15 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--checkpoint {a.checkpoint!r} does not exist")
     pref = get_preference(a.preference)
     try:
-        results = {"base": check(a.base_model, pref, max_tokens=a.max_tokens),
-                   "trained": check(str(ckpt), pref, base_model=a.base_model, max_tokens=a.max_tokens)}
+        with sigterm_unwinds():  # SIGTERM stops the server the check started, as Ctrl-C does
+            results = {"base": check(a.base_model, pref, max_tokens=a.max_tokens),
+                       "trained": check(str(ckpt), pref, base_model=a.base_model, max_tokens=a.max_tokens)}
     except ValueError as exc:
         print(f"generalisation: error: {exc}", file=sys.stderr)
         return 2
+    except Terminated:
+        print("generalisation: terminated: stopped the server it started", file=sys.stderr)
+        return SIGTERM_EXIT
     print("\n".join(_table(results)))
     run = ckpt.parent if ckpt.name == "ckpt" else ckpt.parent.parent
     dest = Path(a.out) if a.out else run / "generalisation.json"
