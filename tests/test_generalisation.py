@@ -3,7 +3,6 @@ its questions, and one real check of a served model."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from openclaw_rl.main_job.generalisation import CONDITIONS, EVERYDAY, check, con
 from openclaw_rl.main_job.heldout import user_message
 from openclaw_rl.main_job.questions import question_sets
 from openclaw_rl.preferences import PREFERENCES, get_preference
-from tests.support.processes import descendants, running
+from tests.support.processes import descendants, kill_left_over, still_running
 
 
 def test_every_preference_has_a_paraphrase_unlike_its_instruction():
@@ -78,16 +77,6 @@ def test_sigterm_stops_the_server_the_check_started(tmp_path):
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 143 and err.strip().splitlines()[-1] == (
             "generalisation: terminated: stopped the server it started"), err[-2000:]
-        deadline = time.time() + 30
-        while [p for p in started if running(p)] and time.time() < deadline:
-            time.sleep(0.5)
-        assert [p for p in started if running(p)] == [], "the server outlived the check"
+        assert still_running(started) == [], "the server outlived the check"
     finally:  # whatever is left, by pid
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
-        for p in started:
-            try:
-                os.kill(p, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_left_over(proc, started)

@@ -24,7 +24,7 @@ from openclaw_rl.main_job.report import joined_turns, judge_report, per_version
 from openclaw_rl.main_job.run import DEFAULT_STEPS, parse_main_args, report_lines, trainer_argv
 from openclaw_rl.main_job.user import UserDriver
 from openclaw_rl.preferences import DEFAULT_PREFERENCE, get_preference
-from tests.support.processes import descendants, running
+from tests.support.processes import descendants, kill_left_over, still_running
 
 
 def test_held_out_questions_are_never_training_questions():
@@ -193,19 +193,9 @@ def test_sigterm_stops_the_server_and_ray_the_main_job_started(tmp_path, phase):
         out, err = proc.communicate(timeout=180)
         assert proc.returncode == 143, f"exit {proc.returncode}\n" + out[-3000:] + _job_log(tmp_path)
         assert "[main job] terminated: stopped the server, Ray and the simulated users it started" in out
-        deadline = time.time() + 30
-        while [p for p in started if running(p)] and time.time() < deadline:
-            time.sleep(0.5)
-        assert [p for p in started if running(p)] == [], "left running after the job ended"
+        assert still_running(started) == [], "left running after the job ended"
     finally:  # whatever is left, by pid (the test must not leak a server or a Ray cluster)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
-        for p in started:
-            try:
-                os.kill(p, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_left_over(proc, started)
 
 
 def test_per_version_counts_first_replies_and_retries_apart():
