@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from openclaw_rl.main_job.generalisation import CONDITIONS, EVERYDAY, check, conditions
+from openclaw_rl.main_job.generalisation import CONDITIONS, EVERYDAY, _table, check, conditions
 from openclaw_rl.main_job.heldout import user_message
 from openclaw_rl.main_job.questions import question_sets
 from openclaw_rl.preferences import PREFERENCES, get_preference
@@ -45,7 +45,11 @@ def test_a_check_of_a_served_model(tmp_path):
     assert set(result) == set(CONDITIONS)
     for r in result.values():
         assert set(r["replies"]) == {q.id for q in EVERYDAY[:3]} and 0.0 <= r["rate"] <= 1.0
-        assert r["quality"]["n"] == 3
+        assert r["quality"]["n"] == 3 and 0.0 <= r["quality"]["cut_off"]["rate"] <= 1.0
+    lines = _table({"tiny": result})  # a header and a row per condition, the cut-off rate last
+    assert len(lines) == 1 + len(CONDITIONS) and lines[0].split()[-1] == "cut"
+    assert [float(line.split()[-1]) for line in lines[1:]] == [round(r["quality"]["cut_off"]["rate"], 3)
+                                                          for r in result.values()]
 
 
 def test_a_missing_checkpoint_is_a_one_line_error(tmp_path):

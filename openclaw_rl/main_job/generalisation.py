@@ -114,14 +114,14 @@ def check(model: str, preference: Preference, *, base_model: str | None = None, 
 
     terms = preference.over_terms or preference.hint_terms
     target = resolve_target(model, base_model=base_model)
+    texts = {q.id: q.text for q in questions}
     out = {}
     with tempfile.TemporaryDirectory() as tmp, serving(target, Path(workdir or tmp), torch_threads=2) as ep:
         base = ep.base_url.rsplit("/v1", 1)[0]
         for name, pref in conditions(preference).items():
             m = measure(base, ep.api_key, list(questions), pref, max_tokens, seed=seed, model=target.label)
-            texts = {q.id: q.text for q in questions}
             out[name] = {"rate": m["rate"], "ci95": m["ci95"],
-                         "quality": quality_summary(m["replies"], terms, texts, m.get("cut")),
+                         "quality": quality_summary(m["replies"], terms, texts, m["cut"]),
                          "replies": m["replies"]}
     return out
 
@@ -135,7 +135,7 @@ def _table(results: dict[str, dict]) -> list[str]:
             lines.append(f"{label:<12} {cond:<12} {r['rate']:>6.3f} [{r['ci95'][0]:.2f}, {r['ci95'][1]:.2f}]"
                          f" {q['over_application']['rate']:>8.3f} {q['term_share']:>10.3f}"
                          f" {q['distinct_pairs']['mean']:>10.3f} {q['words']['mean']:>6.1f}"
-                         f" {q['cut_off']['rate'] if q.get('cut_off') else float('nan'):>6.3f}")
+                         f" {q['cut_off']['rate']:>6.3f}")
     return lines
 
 
