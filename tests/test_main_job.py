@@ -105,8 +105,10 @@ def test_every_main_turn_of_the_simulated_user_gets_its_reaction_as_next_state(t
         assert turns[-1].turn_type == "side"  # the closing request carried the last reaction
     rows, unmatched = joined_turns(store, driver.truth)
     assert unmatched == 0 and len(rows) == len(driver.truth)
-    asked = {f"user-{i}": q.text for i, q in enumerate(train[:3])}
-    assert [rec.satisfied for _, _, rec in rows] == [pref.satisfied(rec.reply, asked[rec.session_id], cut=rec.cut)
+    def asked(session_id: str) -> str:  # session i asks question i mod 3 (the driver cycles through them)
+        return train[int(session_id.removeprefix("user-")) % 3].text
+
+    assert [rec.satisfied for _, _, rec in rows] == [pref.satisfied(rec.reply, asked(rec.session_id), cut=rec.cut)
                                                      for _, _, rec in rows]
     # the user saw the finish reason: a reply that filled the 6-token budget is cut, one that ended earlier is not
     assert all(len(t.response_ids) == 6 for t, _, rec in rows if rec.cut)
