@@ -19,10 +19,12 @@ hashing):
 
 It is trained on the generated corpus (:mod:`.feedback_corpus`, minus its held-back slice) and
 the user next states of the shipped judge case set (:data:`~.cases.DEFAULT_CASES_PATH`, which
-holds every feedback phrasing of the main job's simulated user). Nothing is committed as weights:
+holds every feedback phrasing of the main job's simulated user) and of the blind held-out batches
+already measured (:data:`~.cases.MEASURED_SETS`, v6 and v7; ``heldout_v8.jsonl`` is never read).
+Nothing is committed as weights:
 :func:`load_classifier` builds the model on first use (a few seconds on one CPU core,
 deterministic) into the model cache (``$OPENCLAW_RL_CACHE/models/feedback-classifier-<key>.pt``,
-the key hashes the corpus, the case file and the recipe), and later runs load it.
+the key hashes the corpus, the case files and the recipe), and later runs load it.
 
 A verdict costs one feature extraction and one sparse dot product: well under a millisecond per
 turn on a CPU (``benchmarks/judge_cost.py``). Accuracy: ``openclaw-rl judge-eval --modes
@@ -41,6 +43,8 @@ from pathlib import Path
 from typing import Sequence
 
 from openclaw_rl.judges.backends import BackendScore, JudgeBackend, _check_n
+from openclaw_rl.judges.cases import DEFAULT_CASES_PATH, MEASURED_SETS, load_cases
+from openclaw_rl.judges.feedback_corpus import corpus_fingerprint, generate, split
 from openclaw_rl.judges.lexical import lexical_verdict
 from openclaw_rl.judges.prompts import VERDICTS, state_text
 from openclaw_rl.judges.tool_signals import tool_verdict
@@ -128,13 +132,11 @@ class FeedbackClassifier:
 
 def training_examples(recipe: dict = RECIPE) -> list[tuple[str, str, str, int]]:
     """``(next_state, request, response, label)``: the corpus minus its held-back slice, then the
-    user next states of the shipped judge case set."""
-    from openclaw_rl.judges.cases import load_cases
-    from openclaw_rl.judges.feedback_corpus import generate, split
-
+    user next states of the shipped judge case set and of :data:`~.cases.MEASURED_SETS`."""
     train, _ = split(generate(recipe["seed"], recipe["per_template"]), seed=recipe["seed"])
     out = [(e.next_state, e.request, e.response, e.label) for e in train]
-    out += [(c.next_state, c.request, c.response, c.expected) for c in load_cases() if c.role == "user"]
+    cases = load_cases() + [c for path in MEASURED_SETS for c in load_cases(path)]
+    out += [(c.next_state, c.request, c.response, c.expected) for c in cases if c.role == "user"]
     return out
 
 
@@ -197,12 +199,10 @@ def _fit(examples, labels: list[int], recipe: dict) -> FeedbackClassifier:
 
 
 def _key(recipe: dict) -> str:
-    from openclaw_rl.judges.cases import DEFAULT_CASES_PATH
-    from openclaw_rl.judges.feedback_corpus import corpus_fingerprint
-
     h = hashlib.sha256(repr(sorted(recipe.items())).encode())
     h.update(corpus_fingerprint(recipe["seed"], recipe["per_template"]).encode())
-    h.update(DEFAULT_CASES_PATH.read_bytes())
+    for path in (DEFAULT_CASES_PATH, *MEASURED_SETS):
+        h.update(path.read_bytes())
     h.update(Path(__file__).read_bytes())  # the features and the trainer
     return h.hexdigest()[:16]
 

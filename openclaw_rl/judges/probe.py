@@ -13,19 +13,21 @@ A turn is judged in this order:
    state's tokens only, are concatenated (``[2 x H]``), standardised, and a multinomial logistic
    regression gives ``{1, -1, 0}`` probabilities;
 3. the two are mixed log-linearly, ``p ~ p_classifier^(1 - w) * p_probe^w * exp(b [v = +1])``
-   (``w`` = ``RECIPE["mix"]`` 0.7, ``b`` = ``RECIPE["prior_plus"]`` 0.5), and the vote is the
+   (``w`` = ``RECIPE["mix"]`` 0.5, ``b`` = ``RECIPE["prior_plus"]`` 0.5), and the vote is the
    argmax, or ``0`` (abstain) when its probability is below ``RECIPE["floor"]`` (0.6): an unsure
-   verdict is not trained on. ``w``, ``b`` and the floor were chosen by cross-validation over the
-   held-out batches v1-v4 (each held out in turn from the probe's training data; docs/judges.md).
+   verdict is not trained on. ``b`` and the floor were chosen by cross-validation over the
+   held-out batches v1-v4, ``w`` and ``l2`` over v6 and v7 (each held out in turn from the
+   classifier's and the probe's training data; docs/judges.md).
 
 The probe is trained on the generated corpus (:mod:`.feedback_corpus`, its training families,
 ``RECIPE["per_family"]`` examples of each), the user next states of the extended case set
 (:data:`~.cases.DEFAULT_CASES_PATH`) and of the held-out batches named in ``RECIPE["case_tags"]``
-(:data:`~.cases.HELDOUT_CASES_PATH`). ``heldout_v6.jsonl`` is never read here. Nothing is
+(:data:`~.cases.HELDOUT_CASES_PATH`) and of the later blind batches already measured
+(:data:`~.cases.MEASURED_SETS`, v6 and v7). ``heldout_v8.jsonl`` is never read here. Nothing is
 committed as weights: :func:`load_probe` builds it on first use (encoding the examples with the
 judge model is most of the cost; deterministic on one machine) into
 ``$OPENCLAW_RL_CACHE/models/feedback-probe-<key>.pt``; the key hashes the recipe, the judge
-model's name, the corpus, the case files and this module, so a change rebuilds it.
+model's name, the corpus, every case file read and this module, so a change rebuilds it.
 
 Measured numbers and the commands: ``docs/judges.md`` (section ``probe``).
 """
@@ -41,7 +43,7 @@ from pathlib import Path
 from typing import Sequence
 
 from openclaw_rl.judges.backends import BackendScore, LocalJudgeBackend, _check_n
-from openclaw_rl.judges.cases import DEFAULT_CASES_PATH, HELDOUT_CASES_PATH, load_cases
+from openclaw_rl.judges.cases import DEFAULT_CASES_PATH, HELDOUT_CASES_PATH, MEASURED_SETS, load_cases
 from openclaw_rl.judges.classifier import FeedbackClassifier, load_classifier
 from openclaw_rl.judges.feedback_corpus import corpus_fingerprint, generate, split
 from openclaw_rl.judges.prompts import VERDICTS, state_text
@@ -57,7 +59,7 @@ __all__ = ["RECIPE", "HiddenStateEncoder", "LinearProbe", "probe_examples", "tra
 #: ``mix``: the probe's weight in the log-linear mix; ``prior_plus``: log-odds added to ``+1`` after the mix
 #: (acceptance without praise is the verdict both models miss most); ``floor``: below it the vote is 0
 RECIPE = {"layers": (16, 20), "per_family": 1, "corpus_seed": 0, "per_template": 4, "max_state_tokens": 96,
-          "max_context_chars": (300, 200), "batch": 16, "l2": 1e-2, "steps": 200, "mix": 0.7, "prior_plus": 0.5,
+          "max_context_chars": (300, 200), "batch": 16, "l2": 1e-1, "steps": 200, "mix": 0.5, "prior_plus": 0.5,
           "floor": 0.6,
           "case_tags": ("heldout-v1", "heldout-v2", "heldout-v3", "heldout-v4")}
 
@@ -177,7 +179,7 @@ class LinearProbe:
 def probe_examples(recipe: dict = RECIPE) -> list[tuple[str, str, str, int]]:
     """``(next_state, request, response, label)`` the probe is trained on (module docstring): the
     first ``per_family`` examples of every training family of the corpus, then the user next states of
-    the extended case set and of the held-out batches tagged ``case_tags``."""
+    the extended case set, of the held-out batches tagged ``case_tags`` and of :data:`~.cases.MEASURED_SETS`."""
     train, _ = split(generate(recipe["corpus_seed"], recipe["per_template"]), seed=recipe["corpus_seed"])
     taken: dict[str, int] = {}
     out = []
@@ -186,6 +188,7 @@ def probe_examples(recipe: dict = RECIPE) -> list[tuple[str, str, str, int]]:
             taken[e.family] = taken.get(e.family, 0) + 1
             out.append((e.next_state, e.request, e.response, e.label))
     cases = load_cases() + (load_cases(HELDOUT_CASES_PATH, set(recipe["case_tags"])) if recipe["case_tags"] else [])
+    cases += [c for path in MEASURED_SETS for c in load_cases(path)]
     out += [(c.next_state, c.request, c.response, c.expected) for c in cases if c.role == "user"]
     return out
 
@@ -228,7 +231,8 @@ def train_probe(features_N_F, labels: Sequence[int], recipe: dict = RECIPE) -> L
 def _key(model_path: str, recipe: dict) -> str:
     h = hashlib.sha256(repr(sorted(recipe.items())).encode() + model_path.encode())
     h.update(corpus_fingerprint(recipe["corpus_seed"], recipe["per_template"]).encode())
-    h.update(DEFAULT_CASES_PATH.read_bytes() + HELDOUT_CASES_PATH.read_bytes())
+    for path in (DEFAULT_CASES_PATH, HELDOUT_CASES_PATH, *MEASURED_SETS):
+        h.update(path.read_bytes())
     h.update(Path(__file__).read_bytes())
     return h.hexdigest()[:16]
 
