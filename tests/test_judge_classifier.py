@@ -127,6 +127,11 @@ def test_an_overwrite_the_request_did_not_ask_for_is_a_failure(request_text, res
     ("", "Are there TODOs left?", 1),
     ("24 passed in 3.1s", "Run the tests.", 1),
     ('{"job": 9, "state": "queued"}', "Start the job.", 0),
+    ("Job 4410 accepted\nStatus: RUNNING", "Start the export.", 0),
+    ("Migration mig-12 in progress (2 of 9 tables)", "Migrate the database.", 0),
+    ("Pipeline 77 created. Track its progress on the dashboard.", "Run the pipeline.", 0),
+    ("2023/11/02 07:15:40 [crit] 88#88: connect() to unix:/run/app.sock failed (13: Permission denied)",
+     "Paste the last line of the proxy's error log.", 1),
 ])
 def test_tool_results_are_read_by_structure(result, request_text, expected):
     assert tool_verdict(result, [_call("exec", command="x")], request_text).verdict == expected

@@ -20,11 +20,12 @@ In order, the first rule that applies decides:
    ``HTTP/1.1 404`` status line or ``404 Not Found``; a timeout, segfault or refused connection;
 3b. error *words* ("error", "failed", "exception", "not found", "cannot") count only when the
    request and the call did not ask for such data, they are not inside log lines (``2024-05-01
-   12:00 ERROR ...``, ``[ERROR] ...``, ``level=error``), and they are among the first two words of
+   12:00 ERROR ...``, ``2024/05/01 12:00:00 [error] ...``, ``[ERROR] ...``, ``level=error``), and they are among the first two words of
    the output's first or last line, or the output is one line of at most 8 words: a log the user
    asked for, or a ticket titled "Fix error message", is data, not a failure;
 4. **pending** (``0``): a status of queued / pending / running / in progress (a JSON ``state`` or
-   ``status``, or the output's opening word), "still running", "not ready yet";
+   ``status``, a ``State: PENDING`` line, or the output's opening word), "still running", "not
+   ready yet", "in progress", "follow progress at ...";
 5. otherwise ``+1``: the call ran and returned data; an empty result ("(no output)", ``[]``, "no
    results") is what a successful command or an empty search returns.
 """
@@ -150,7 +151,7 @@ def overwritten_path(tool_calls, next_state: str, request: str | None,
 
 
 # -------------------------------------------------------------------------------- error structure
-_LOG_LINE = re.compile(r"^\s*(\[?\d{4}-\d\d-\d\d|\[?\d\d:\d\d:\d\d|\[?(info|warn|warning|error|err|debug|trace|fatal|"
+_LOG_LINE = re.compile(r"^\s*(\[?\d{4}[-/.]\d\d[-/.]\d\d|\[?\d\d:\d\d:\d\d|\[?(info|warn|warning|error|err|debug|trace|fatal|"
                        r"critical|notice)\]|.*\blevel=(error|warn|warning|info|debug))", re.I)
 _HARD_LINE = re.compile(
     r"traceback \(most recent call last\)|^\s*(\w+\.)*\w*(error|exception)\b: |command not found|"
@@ -172,7 +173,9 @@ _ASKS_ERRORS = re.compile(r"\b(errors?|fail\w*|exceptions?|warn\w*|log|logs|trac
                           r"issues?)\b", re.I)
 _PENDING = re.compile(r"\"(state|status)\"\s*:\s*\"(queued|pending|running|in[_ ]progress|scheduled|processing)\"|"
                       r"\b(still (running|processing|pending|being \w+)|not (yet )?(ready|finished|complete))\b|"
-                      r"^\s*(status: ?)?(queued|pending|in progress|running|scheduled)\b|\b(has been|is|was) (queued|scheduled)\b",
+                      r"^\s*(status: ?)?(queued|pending|in progress|running|scheduled)\b|\b(has been|is|was) (queued|scheduled)\b|"
+                      r"\b(state|status)\s*[:=]\s*(queued|pending|running|in[_ ]progress|scheduled|processing|starting)\b|"
+                      r"\bin progress\b|\b(follow|track|watch) (its |the )?(progress|status)\b",
                       re.I)
 _TOOL_MARK = re.compile(r"^\s*\[tool[^\]\n]*\]\s*", re.I)
 
