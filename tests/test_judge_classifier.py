@@ -130,6 +130,12 @@ def test_an_overwrite_the_request_did_not_ask_for_is_a_failure(request_text, res
     ("Job 4410 accepted\nStatus: RUNNING", "Start the export.", 0),
     ("Migration mig-12 in progress (2 of 9 tables)", "Migrate the database.", 0),
     ("Pipeline 77 created. Track its progress on the dashboard.", "Run the pipeline.", 0),
+    ("Print job 12 queued (2 ahead of you).", "Print the boarding pass.", 0),
+    ('{"task": "t-88", "status": "waiting_for_worker"}', "Transcode the clip.", 0),
+    ("Backup started; we will notify you once the archive is complete.", "Back up my photos.", 0),
+    ('{"error": "TimeoutError in fetch_rates", "count": 14, "last_seen": "2024-03-02"}',
+     "Show me the most frequent exception from the error tracker.", 1),
+    ('{"error": "quota exceeded"}', "Send the newsletter.", -1),
     ("2023/11/02 07:15:40 [crit] 88#88: connect() to unix:/run/app.sock failed (13: Permission denied)",
      "Paste the last line of the proxy's error log.", 1),
 ])

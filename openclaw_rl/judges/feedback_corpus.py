@@ -11,7 +11,8 @@ Examples are made from templates x slot values x languages x writing styles:
   March 14.", "Close, but in TypeScript"), terse replies ("again.", "?", "wrong file"), sarcasm,
   negated praise, polite redo requests ("thanks, but shorter please"), mixed praise and
   correction, the request repeated, the user pasting their own fixed version; for ``1`` thanks,
-  acceptance without praise (the user builds on the answer, reports it worked), emoji; for ``0``
+  acceptance without praise (the user builds on the answer, reports it worked, also in the words of
+  the error that is gone: "no more 404", "Plus de plantage"), emoji; for ``0``
   a new unrelated question, "brb", background notifications, a new file for a new task,
   questions about the answer;
 * **surface noise** (deterministic, seeded): lower case, dropped final punctuation, one typo,
@@ -110,7 +111,15 @@ _SLOTS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "bad": {  # what broke after the reply (sarcasm)
         "en": ("nothing loads", "it takes forever", "the page is blank", "everyone got the email", "my data is gone",
-               "the tests hang", "the app crashes on start", "all the dates are wrong", "the CSV is empty"),
+               "the tests hang", "the app crashes on start", "all the dates are wrong", "the CSV is empty",
+               "it's exactly the same as before", "the backups are gone too", "it's a vegetarian menu with steak"),
+        "de": ("jetzt geht gar nichts mehr", "meine Daten sind weg", "alles ist noch genauso", "die Seite ist leer",
+               "die Sicherung ist auch weg", "es dauert ewig"),
+        "es": ("ahora no funciona nada", "mis datos desaparecieron", "sigue todo igual", "la página está en blanco",
+               "la copia de seguridad también se borró", "tarda una eternidad"),
+        "fr": ("plus rien ne marche", "mes données ont disparu", "c'est toujours pareil", "la page est vide",
+               "la sauvegarde a disparu aussi", "ça prend une éternité"),
+        "zh": ("现在什么都用不了了", "我的数据全没了", "还是一模一样", "页面一片空白", "备份也没了", "慢得要死"),
     },
     "topic": {  # an unrelated new question
         "en": ("what's the capital of Peru", "how do I boil an egg", "any good podcasts on history",
@@ -123,6 +132,25 @@ _SLOTS: dict[str, dict[str, tuple[str, ...]]] = {
         "fr": ("quelle est la capitale du Pérou", "comment cuire un œuf", "qui a écrit Germinal",
                "quelle heure est-il à Tokyo"),
         "zh": ("秘鲁的首都是哪里", "鸡蛋要煮几分钟", "《三体》是谁写的", "东京现在几点"),
+    },
+    "error": {  # what no longer goes wrong, named in a success report
+        "en": ("error", "warning", "404", "timeout", "crash", "KeyError", "deprecation warning", "segfault",
+               "import error", "merge conflict", "memory spike", "flaky test", "CORS error", "login loop"),
+        "de": ("Fehler", "Timeout", "404", "Absturz", "Warnhinweis", "Importfehler", "Speicherfehler"),
+        "es": ("error", "404", "timeout", "aviso", "fallo", "cuelgue", "error de importación"),
+        "fr": ("bug", "timeout", "404", "plantage", "message d'erreur", "avertissement", "crash"),
+        "zh": ("报错", "超时", "404", "崩溃", "警告", "内存溢出", "导入错误"),
+    },
+    "task": {  # the next piece of work, named as a noun phrase
+        "en": ("the English version", "section 2", "the summary", "the tests", "the cover letter", "the follow-up email",
+               "the conclusion", "the slides", "the FAQ", "the second chapter", "the invoice for May", "the Spanish one"),
+        "de": ("die englische Fassung", "den zweiten Abschnitt", "die Zusammenfassung", "die Tests", "das Anschreiben",
+               "die Folien", "das Fazit"),
+        "es": ("la versión en inglés", "la segunda sección", "el resumen", "los tests", "la carta", "las diapositivas",
+               "la conclusión"),
+        "fr": ("la version anglaise", "la deuxième partie", "le résumé", "les tests", "la lettre", "les diapos",
+               "la conclusion"),
+        "zh": ("英文版", "第二部分", "总结", "测试", "求职信", "幻灯片", "结论"),
     },
     "person": {"en": ("he", "she", "my boss", "the client", "Sam"), "de": ("er", "sie", "mein Chef", "der Kunde"),
                "es": ("él", "ella", "mi jefe", "el cliente"), "fr": ("il", "elle", "mon chef", "le client"),
@@ -443,6 +471,42 @@ _MORE_SLOTS: dict[str, dict[int, dict[str, tuple[str, ...]]]] = {
     "es": {1: {"builds_on": ("Ahora que pueda {feature}.", "¿Puede también {feature}?")}},
     "fr": {1: {"builds_on": ("Maintenant il faut qu'il puisse {feature}.", "Il peut aussi {feature} ?")}},
     "zh": {1: {"builds_on": ("现在让它{feature}。", "还能{feature}吗？")}},
+}
+
+#: success reports worded with what no longer fails, sarcasm that thanks, follow-ups that name the
+#: next piece of work: in every language
+_MORE_TURNS: dict[str, dict[int, dict[str, tuple[str, ...]]]] = {
+    "en": {1: {"worked": ("the {error} is gone", "no more {error}", "haven't seen the {error} since, cheers",
+                          "not a single {error} since the change", "that fixed the {error}, nothing failed this time",
+                          "zero {error}s in {n} runs now", "it didn't crash once", "it no longer times out",
+                          "not an issue anymore, {person} says it works", "went through with no {error}",
+                          "nothing broke this time", "no {error} after the restart either"),
+               "builds_on": ("Now {task}, please.", "Good. Now write {task}.", "Next: {task}.", "Sent. Now {task}.",
+                             "Done. Let's do {task} next.", "Ok, {task} now.", "Great, on to {task}.")},
+           -1: {"sarcasm": ("Great, {bad}. Thanks so much.", "Wow, {bad}. Super helpful, thanks.",
+                            "Perfect, {bad}. Really appreciate it.", "{bad}. Nailed it.",
+                            "Oh nice, {bad}. Exactly what I asked for.", "Brilliant advice, {bad}. Cheers.")}},
+    "de": {1: {"worked": ("der {error} ist weg", "kein {error} mehr", "seitdem kein einziger {error}",
+                          "nichts mehr abgestürzt", "läuft ohne {error}", "der {error} kommt nicht mehr"),
+               "builds_on": ("Super. Jetzt bitte noch {task}.", "Sehr gut. Als Nächstes {task}, bitte.",
+                             "Erledigt. Jetzt {task}.", "Gut, dann {task}.")},
+           -1: {"sarcasm": ("Super, {bad}. Danke auch.", "Na toll, {bad}. Sehr hilfreich, danke.",
+                            "Klasse, {bad}. Vielen Dank.", "Wunderbar, {bad}. Genau so wollte ich das.")}},
+    "es": {1: {"worked": ("ya no sale el {error}", "el {error} desapareció", "ni un {error} desde el cambio",
+                          "no ha vuelto a fallar", "sin {error}, todo bien", "se acabó el {error}"),
+               "builds_on": ("Perfecto. Ahora {task}, por favor.", "Listo. Ahora {task}.", "Bien, sigamos con {task}.",
+                             "Hecho. Lo siguiente: {task}.")},
+           -1: {"sarcasm": ("Genial, {bad}. Gracias, eh.", "Perfecto, {bad}. Muy útil.",
+                            "Qué bien, {bad}. Muchas gracias.", "Estupendo, {bad}. Justo lo que pedí.")}},
+    "fr": {1: {"worked": ("plus de {error}", "le {error} a disparu", "aucun {error} depuis", "ça ne plante plus",
+                          "pas un seul {error} depuis le changement", "fini le {error}"),
+               "builds_on": ("Très bien. Maintenant {task}.", "Parfait. Ensuite {task}, s'il te plaît.",
+                             "C'est envoyé. Maintenant {task}.", "Bon, passons à {task}.")},
+           -1: {"sarcasm": ("Génial, {bad}. Merci bien.", "Bravo, {bad}. Super utile.", "Parfait, {bad}. Merci hein.",
+                            "Formidable, {bad}. Exactement ce que je voulais.")}},
+    "zh": {1: {"worked": ("{error}没有了", "再也没有{error}", "一次{error}都没出现", "不再{error}了", "{error}解决了，没再出现"),
+               "builds_on": ("很好。现在写{task}。", "好了。接下来做{task}吧。", "发了。下一步{task}。", "行，那就{task}。")},
+           -1: {"sarcasm": ("太好了，{bad}，谢谢啊。", "真棒，{bad}。多谢。", "厉害，{bad}，真有用。", "好极了，{bad}，正是我要的。")}},
 }
 
 #: more plain sentences (no slots), merged into :data:`_T` by style
@@ -781,7 +845,7 @@ _MORE_EVERYDAY: dict[str, dict[int, dict[str, tuple[str, ...]]]] = {
        -1: {"terse": ("表格不对", "日期不对", "四个人的", "周五之前", "太多了", "太贵了")}},
 }
 
-for _lang, _labels in [*_MORE_SLOTS.items(), *_MORE.items(), *_MORE_SHORT.items(), *_MORE_REPORTS.items(),
+for _lang, _labels in [*_MORE_SLOTS.items(), *_MORE_TURNS.items(), *_MORE.items(), *_MORE_SHORT.items(), *_MORE_REPORTS.items(),
                        *_MORE_EVERYDAY.items()]:
     for _label, _styles in _labels.items():
         for _style, _extra in _styles.items():

@@ -13,7 +13,8 @@ In order, the first rule that applies decides:
    or that its previous contents were replaced) while the user's request did not ask to write to
    that file, or asked to leave it as it is ("keep notes.md as it is", "don't touch config.yaml");
 3. **error caused by the call** (``-1``), read from the result's structure, not from words
-   anywhere in it: a JSON object with an ``error`` key, ``ok`` / ``success`` false, a non-zero
+   anywhere in it: a JSON object with an ``error`` key (unless the request asked for errors: an
+   error tracker's event is data), ``ok`` / ``success`` false, a non-zero
    ``exit_code`` / ``returncode`` or an HTTP status 400-599; a Python traceback or an
    ``XxxError: ...`` line outside a log line; ``command not found``, ``No such file or directory``,
    ``Permission denied``, ``fatal:`` / ``error:`` opening the result; ``exit code N`` (N > 0); an
@@ -25,7 +26,8 @@ In order, the first rule that applies decides:
    asked for, or a ticket titled "Fix error message", is data, not a failure;
 4. **pending** (``0``): a status of queued / pending / running / in progress (a JSON ``state`` or
    ``status``, a ``State: PENDING`` line, or the output's opening word), "still running", "not
-   ready yet", "in progress", "follow progress at ...";
+   ready yet", "in progress", "follow progress at ...", "queued (position 3)", "running...", "you
+   will get a link when the file is ready";
 5. otherwise ``+1``: the call ran and returned data; an empty result ("(no output)", ``[]``, "no
    results") is what a successful command or an empty search returns.
 """
@@ -169,9 +171,11 @@ _TIMEOUT = re.compile(r"\b(timed out|timeout (error|exceeded|expired)|deadline e
                       re.I)
 _SOFT = re.compile(r"\b(error|errors|exception|failed|failure|fatal|not found|unable to|cannot|could not)\b", re.I)
 _NO_ERRORS = re.compile(r"\b(0|no|zero|without) (errors?|failures?|failed|exceptions?)\b", re.I)
-_ASKS_ERRORS = re.compile(r"\b(errors?|fail\w*|exceptions?|warn\w*|log|logs|traceback|crash\w*|incidents?|bugs?|"
+_ASKS_ERRORS = re.compile(r"\b(errors?|fail\w*|exceptions?|warn\w*|log|logs|traceback|stack ?traces?|crash\w*|incidents?|bugs?|"
                           r"issues?)\b", re.I)
-_PENDING = re.compile(r"\"(state|status)\"\s*:\s*\"(queued|pending|running|in[_ ]progress|scheduled|processing)\"|"
+_PENDING = re.compile(r"\"(state|status)\"\s*:\s*\"(queued|pending|running|in[_ ]progress|scheduled|processing|starting|"
+                      r"waiting\w*)\"|\b(queued|running|processing)\b( \(|\.\.\.|…)|"
+                      r"\b(when|once) (it|the \w+( \w+)?) (is|has) (ready|done|finished|complete|completed)\b|"
                       r"\b(still (running|processing|pending|being \w+)|not (yet )?(ready|finished|complete))\b|"
                       r"^\s*(status: ?)?(queued|pending|in progress|running|scheduled)\b|\b(has been|is|was) (queued|scheduled)\b|"
                       r"\b(state|status)\s*[:=]\s*(queued|pending|running|in[_ ]progress|scheduled|processing|starting)\b|"
@@ -180,7 +184,7 @@ _PENDING = re.compile(r"\"(state|status)\"\s*:\s*\"(queued|pending|running|in[_ 
 _TOOL_MARK = re.compile(r"^\s*\[tool[^\]\n]*\]\s*", re.I)
 
 
-def _json_error(text: str) -> str | None:
+def _json_error(text: str, asked_for_errors: bool = False) -> str | None:
     try:
         obj = json.loads(text)
     except (json.JSONDecodeError, ValueError):
@@ -188,8 +192,8 @@ def _json_error(text: str) -> str | None:
     if not isinstance(obj, Mapping):
         return None
     low = {str(k).lower(): v for k, v in obj.items()}
-    if low.get("error") or low.get("errors") or low.get("exception"):
-        return "JSON error field"
+    if (low.get("error") or low.get("errors") or low.get("exception")) and not asked_for_errors:
+        return "JSON error field"  # an error record the user asked for (an issue tracker's event) is data
     if low.get("ok") is False or low.get("success") is False:
         return "JSON ok/success false"
     for key in ("exit_code", "exitcode", "returncode", "return_code", "status_code", "code", "status", "http_status"):
@@ -205,7 +209,7 @@ def _json_error(text: str) -> str | None:
 
 
 def _structural_error(text: str, asked_for_errors: bool) -> str | None:
-    reason = _json_error(text.strip())
+    reason = _json_error(text.strip(), asked_for_errors)
     if reason:
         return reason
     for m in _EXIT.finditer(text):
