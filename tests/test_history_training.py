@@ -66,8 +66,9 @@ def test_history_kinds_and_bad_paths(tmp_path):
                                                                    "sessions"]
     (tmp_path / "empty").mkdir()
     (tmp_path / "notes.txt").write_text("x")
+    (tmp_path / "chat.jsonl").write_text(json.dumps({"type": "session", "version": 4, "id": "s1"}) + "\n")
     for bad, why in (("missing", "no such file or folder"), ("empty", "not an OpenClaw state folder"),
-                     ("notes.txt", "not a session file")):
+                     ("notes.txt", "not a session file"), ("chat.jsonl", "an OpenClaw session transcript; give the state")):
         with pytest.raises(HistoryPathError, match=why):
             history_kind(tmp_path / bad)
     # the launch scripts' check: one line, exit 2

@@ -10,6 +10,7 @@ format versions; and re-importing is idempotent.
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import sqlite3
@@ -313,3 +314,64 @@ def test_unknown_bundle_version_is_one_line(tmp_path, capsys):
     rc, err = _import(["--bundle", str(bundle), "--out", str(tmp_path / "buf"), "--yes"], capsys)
     assert rc == 2 and len(err.strip().splitlines()) == 1
     assert "trajectory bundle 'openclaw-trajectory' schema version 2; this importer reads" in err
+
+
+def test_a_session_that_went_on_after_its_import_gets_its_new_turns(tmp_path, capsys):
+    rows = load_rows()
+    state = _state(tmp_path, {k: [] if k != "schema_meta" else v for k, v in rows.items()})
+    events = _session_events(rows, "chat")
+    first_reply = next(i for i, e in enumerate(events) if (e.get("message") or {}).get("role") == "assistant")
+    chat = _write_jsonl(state / "agents" / "main" / "sessions" / "chat.jsonl", events[:first_reply + 1])
+    out = tmp_path / "buf"
+    rc, err = _import(["--state-dir", str(state), "--out", str(out), "--yes"], capsys)
+    assert rc == 0 and "imported 1 session(s), 1 turn(s)" in err
+    store = TrajectoryStore(out)
+    (greeting,) = store.turns()
+    assert greeting.next_state is None  # nothing followed it yet
+    store.close()
+    _write_jsonl(chat, events)  # the user went on: a correction, then a heartbeat poll
+    rc, err = _import(["--state-dir", str(state), "--out", str(out), "--yes"], capsys)
+    assert rc == 0 and "will add 2 turn(s) to 1 session(s) imported before (1 earlier turn(s) get their next state)" in err
+    assert "imported 0 session(s), 2 turn(s)" in err
+    store = TrajectoryStore(out)
+    turns = store.turns()
+    assert [t.turn_uid for t in turns][0] == greeting.turn_uid and len(turns) == 3
+    assert turns[0].next_state == CORRECTION and [t.turn_index for t in turns] == [0, 1, 2]
+    assert [t.turn_type.value for t in turns] == ["main", "main", "side"]
+    store.close()
+    rc, err = _import(["--state-dir", str(state), "--out", str(out), "--yes"], capsys)
+    assert rc == 0 and "skipped 1 session(s): already imported" in err and "will add" not in err
+
+
+def test_the_prompt_answered_by_end_of_input_imports_nothing_and_creates_no_store(tmp_path, capsys, monkeypatch):
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr("sys.stdin", Terminal(""))  # Ctrl-D at the prompt: input() raises EOFError
+    out = tmp_path / "buf"
+    rc, err = _import(["--state-dir", str(_state(tmp_path)), "--out", str(out)], capsys)
+    assert rc == 1 and err.strip().endswith("nothing imported") and "Traceback" not in err
+    assert not (out / TrajectoryStore.FILENAME).exists()
+
+
+def test_an_unreadable_entry_in_sessions_is_one_problem_and_the_store_still_imports(tmp_path, capsys):
+    state = _state(tmp_path)
+    sessions = state / "agents" / "main" / "sessions"
+    sessions.mkdir(parents=True)
+    (sessions / "gone.jsonl").symlink_to(tmp_path / "nowhere.jsonl")
+    (sessions / "folder.jsonl").mkdir()
+    rc, err = _import(["--state-dir", str(state), "--out", str(tmp_path / "buf"), "--yes"], capsys)
+    assert rc == 0 and "imported 2 session(s), 5 turn(s)" in err
+    problems = [line for line in err.splitlines() if line.startswith("problem:")]
+    assert len(problems) == 2 and all(p.endswith("session skipped") for p in problems)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--bundle", "no-such-bundle"], "--bundle no-such-bundle: no such file or folder"),
+    (["--state-dir", "no-such-state"], "no-such-state: no such folder"),
+])
+def test_a_path_that_does_not_exist_is_a_one_line_error(tmp_path, capsys, args, message):
+    rc, err = _import([*args, "--out", str(tmp_path / "buf"), "--yes"], capsys)
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and message in err
+    assert not (tmp_path / "buf").exists()

@@ -64,6 +64,16 @@ class HistoryPathError(ValueError):
     """``--history-path`` is not something history can be read from (one line naming why)."""
 
 
+def _is_openclaw_transcript(path: Path) -> bool:
+    """Whether ``path`` opens with OpenClaw's transcript header (``{"type": "session", ...}``)."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as fh:
+            head = json.loads(fh.readline() or "null")
+    except (OSError, ValueError):
+        return False
+    return isinstance(head, dict) and head.get("type") == "session"
+
+
 def history_kind(path: str | Path) -> str:
     """What ``path`` is: ``"openclaw-state"``, ``"bundle"``, ``"store"`` or ``"sessions"`` (module
     docstring).
@@ -76,6 +86,9 @@ def history_kind(path: str | Path) -> str:
         if p.name == TrajectoryStore.FILENAME:
             return "store"
         if p.suffix in (".jsonl", ".json"):
+            if _is_openclaw_transcript(p):
+                raise HistoryPathError(f"{path}: an OpenClaw session transcript; give the state folder that holds it "
+                                       f"(e.g. ~/.openclaw), which reads every agent's sessions")
             return "sessions"
         raise HistoryPathError(f"{path}: a file that is not a session file (.jsonl/.json, openclaw-rl export) "
                                f"or a trajectory store ({TrajectoryStore.FILENAME})")
@@ -121,7 +134,8 @@ def _from_openclaw(store: TrajectoryStore, path: str, kind: str, load: HistoryLo
     plan = plan_import(found, store, TurnRules())
     load.lines += plan.summary()[1:]
     load.sessions_added, load.turns_added = write_plan(store, plan)
-    return [s.session_id for s, _ in plan.sessions] + plan.skipped.get("already imported", [])
+    return ([s.session_id for s, _ in plan.sessions] + [s.session_id for s, _, _ in plan.extended]
+            + plan.skipped.get("already imported", []))
 
 
 def _from_store(store: TrajectoryStore, path: str) -> list[str]:

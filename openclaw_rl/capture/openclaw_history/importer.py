@@ -9,7 +9,9 @@ writing unless ``--yes``. Each session is written in one transaction: a failure 
 already written and nothing of the failed one.
 
 Idempotent: an imported session keeps OpenClaw's session id and each turn a stable uid
-(``openclaw:<session id>:<entry id>``), so importing again adds nothing. A session the store
+(``openclaw:<session id>:<entry id>``), so importing again adds nothing; a session that went on
+after it was imported gets its new turns appended, and an earlier turn that had no next state yet
+gets the one that followed it (if no judge has read the turn yet). A session the store
 already has (captured live: the live server names an OpenClaw session by the same id, taken from
 its runtime line), or one with a reply whose ``chatcmpl-...`` id the store already holds, is not
 imported again: nothing is counted twice. A session the user forgot
@@ -30,6 +32,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from pathlib import Path
+
 from openclaw_rl.capture.openclaw_history.sources import (HistorySession, ReadResult, SessionReadError, read_bundle,
                                                           read_state_dir)
 from openclaw_rl.capture.openclaw_history.turns import SOURCE, SessionTurnError, session_turns
@@ -46,19 +50,22 @@ class ImportPlan:
 
     Attributes:
         sessions: ``(session, turns)`` to write, oldest first.
+        extended: ``(session, new_turns, filled_turns)`` for sessions imported before that went on
+            since: turns to append, and earlier turns whose next state is now known.
         problems: one line per session (or store) that could not be read or converted.
         skipped: ``reason -> session ids`` left out on purpose (already imported, captured live,
             forgotten, before ``--since``, no reply).
     """
 
     sessions: list[tuple[HistorySession, list[TurnRecord]]] = field(default_factory=list)
+    extended: list[tuple[HistorySession, list[TurnRecord], list[TurnRecord]]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     skipped: dict[str, list[str]] = field(default_factory=dict)
 
     def counts(self) -> Counter:
         """Turn counts: ``main``, ``side``, ``main_with_next_state``."""
         c: Counter = Counter()
-        for _, turns in self.sessions:
+        for _, turns in [*self.sessions, *((s, new) for s, new, _ in self.extended)]:
             for t in turns:
                 c[t.turn_type.value] += 1
                 c["main_with_next_state"] += t.turn_type == TurnType.MAIN and t.next_state is not None
@@ -74,6 +81,11 @@ class ImportPlan:
         lines = [f"will import {len(self.sessions)} session(s){span}: {c['main']} main turn(s) "
                  f"({c['main_with_next_state']} with a next state), {c['side']} side turn(s)"]
         lines += [f"  agent {a}: {n} session(s)" for a, n in sorted(agents.items())]
+        if self.extended:
+            new = sum(len(t) for _, t, _ in self.extended)
+            filled = sum(len(f) for _, _, f in self.extended)
+            lines.append(f"will add {new} turn(s) to {len(self.extended)} session(s) imported before"
+                         + (f" ({filled} earlier turn(s) get their next state)" if filled else ""))
         lines += [f"skipped {len(ids)} session(s): {why}" for why, ids in self.skipped.items()]
         lines += [f"problem: {p}" for p in self.problems]
         return lines
@@ -98,8 +110,10 @@ def read_sources(state_dir: str | None, bundles: list[str], agent: str | None) -
     return found
 
 
-def _known(store: TrajectoryStore, session: HistorySession, turns: list[TurnRecord]) -> str | None:
-    """Why the store already has this session (None: it does not)."""
+def _known(store: TrajectoryStore | None, session: HistorySession, turns: list[TurnRecord]) -> str | None:
+    """Why the store already has this session (None: it does not, or there is no store yet)."""
+    if store is None:
+        return None
     rows = store.read("SELECT source FROM sessions WHERE session_id=?", (session.session_id,))
     if rows:
         return "already imported" if rows[0][0] == SOURCE else "captured live"
@@ -111,12 +125,26 @@ def _known(store: TrajectoryStore, session: HistorySession, turns: list[TurnReco
     return None
 
 
-def plan_import(found: ReadResult, store: TrajectoryStore, rules: TurnRules, since: float | None = None) -> ImportPlan:
+def _went_on(store: TrajectoryStore, session: HistorySession,
+             turns: list[TurnRecord]) -> tuple[list[TurnRecord], list[TurnRecord]]:
+    """``(new, filled)`` of a session imported before: turns the store does not have yet, and
+    stored turns without a next state (and no judgement) whose next state is now known."""
+    stored = {uid: (ns, judged) for uid, ns, judged in store.read(
+        "SELECT turn_uid, next_state, EXISTS(SELECT 1 FROM judgements j WHERE j.turn_id=turns.id) "
+        "FROM turns WHERE session_id=?", (session.session_id,))}
+    new = [t for t in turns if t.turn_uid not in stored]
+    filled = [t for t in turns if t.turn_uid in stored and t.next_state is not None
+              and stored[t.turn_uid][0] is None and not stored[t.turn_uid][1]]
+    return new, filled
+
+
+def plan_import(found: ReadResult, store: TrajectoryStore | None, rules: TurnRules,
+                since: float | None = None) -> ImportPlan:
     """Convert what was read into turns and decide what to write (nothing is written).
 
     Args:
         found: the sessions read.
-        store: the destination (read only here).
+        store: the destination (read only here); None when it does not exist yet.
         rules: the live server's side-turn rules and context patterns.
         since: UNIX seconds; a session whose last event is older is skipped.
     """
@@ -140,6 +168,11 @@ def plan_import(found: ReadResult, store: TrajectoryStore, rules: TurnRules, sin
             plan.skipped.setdefault("no assistant reply", []).append(session.session_id)
             continue
         why = _known(store, session, turns)
+        if why == "already imported":
+            new, filled = _went_on(store, session, turns)
+            if new or filled:
+                plan.extended.append((session, new, filled))
+                continue
         if why:
             plan.skipped.setdefault(why, []).append(session.session_id)
             continue
@@ -148,10 +181,11 @@ def plan_import(found: ReadResult, store: TrajectoryStore, rules: TurnRules, sin
 
 
 def write_plan(store: TrajectoryStore, plan: ImportPlan) -> tuple[int, int]:
-    """Write the plan's sessions, one transaction each; returns ``(sessions, turns)`` written.
+    """Write the plan's sessions and the turns of sessions that went on, one transaction each;
+    returns ``(sessions, turns)`` written (new sessions; turns written in all).
 
-    A session that appeared in the store since the plan was made (a concurrent import) is left
-    alone, so the write stays idempotent.
+    A session that appeared in the store since the plan was made (a concurrent import), or a turn
+    that did, is left alone, so the write stays idempotent.
     """
     n_sessions = n_turns = 0
     for session, turns in plan.sessions:
@@ -166,6 +200,24 @@ def write_plan(store: TrajectoryStore, plan: ImportPlan) -> tuple[int, int]:
                 db.execute(insert_turn_sql(), turn_insert_values(rec))
         n_sessions += 1
         n_turns += len(turns)
+    for session, new, filled in plan.extended:
+        last = session.times()[1]
+        with store.transaction() as db:
+            top = db.execute("SELECT COALESCE(MAX(turn_index), -1) FROM turns WHERE session_id=?",
+                             (session.session_id,)).fetchone()[0]
+            for rec in new:
+                if db.execute("SELECT 1 FROM turns WHERE turn_uid=?", (rec.turn_uid,)).fetchone():
+                    continue
+                top += 1
+                rec.turn_index, rec.created_at = top, rec.created_at or last or 0.0
+                db.execute(insert_turn_sql(), turn_insert_values(rec))
+                n_turns += 1
+            for rec in filled:
+                db.execute("UPDATE turns SET next_state=?, next_state_role=?, next_state_at=? WHERE turn_uid=? "
+                           "AND next_state IS NULL AND NOT EXISTS (SELECT 1 FROM judgements j WHERE j.turn_id=turns.id)",
+                           (rec.next_state, rec.next_state_role, last, rec.turn_uid))
+            db.execute("UPDATE sessions SET last_activity=MAX(last_activity, ?) WHERE session_id=?",
+                       (last or 0.0, session.session_id))
     return n_sessions, n_turns
 
 
@@ -203,25 +255,38 @@ def main(argv: list[str]) -> int:
     a = _parser().parse_args(argv)
     if not a.state_dir and not a.bundle:
         raise ValueError("give --state-dir DIR or --bundle PATH (the import reads only what it is pointed at)")
+    for path in a.bundle:
+        if not Path(path).exists():
+            raise ValueError(f"--bundle {path}: no such file or folder")
     since = _since(a.since)
     rules = TurnRules.from_file(a.side_turn_rules) if a.side_turn_rules else TurnRules()
     found = read_sources(a.state_dir, a.bundle, a.agent)
-    store = TrajectoryStore(a.out)
+    existed = (Path(a.out) / TrajectoryStore.FILENAME).is_file()
+    store = None
     try:
+        store = TrajectoryStore(a.out) if existed else None  # created only once the user said yes
         plan = plan_import(found, store, rules, since)
         print("\n".join(plan.summary()), file=sys.stderr)
-        if not plan.sessions:
+        if not plan.sessions and not plan.extended:
             return 0
         if not a.yes:
             if not sys.stdin.isatty():
                 raise ValueError("not a terminal: run again with --yes to import without asking")
-            if input("import these sessions? [y/N] ").strip().lower() not in ("y", "yes"):
+            try:
+                answer = input("import these sessions? [y/N] ")
+            except (EOFError, KeyboardInterrupt):
+                answer = ""
+                print(file=sys.stderr)
+            if answer.strip().lower() not in ("y", "yes"):
                 print("nothing imported", file=sys.stderr)
                 return 1
+        store = store or TrajectoryStore(a.out)
         sessions, turns = write_plan(store, plan)
     except sqlite3.DatabaseError as exc:
         raise ValueError(f"--out {a.out}: {exc}") from exc
     finally:
-        store.close()
-    print(f"imported {sessions} session(s), {turns} turn(s) into {a.out}", file=sys.stderr)
+        if store is not None:
+            store.close()
+    went_on = f" ({len(plan.extended)} session(s) imported before went on)" if plan.extended else ""
+    print(f"imported {sessions} session(s), {turns} turn(s) into {a.out}{went_on}", file=sys.stderr)
     return 0

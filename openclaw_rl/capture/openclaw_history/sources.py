@@ -353,21 +353,29 @@ def read_state_dir(state_dir: str | Path, agent: str | None = None) -> ReadResul
     """
     root = Path(state_dir)
     agents_dir = root / "agents"
+    if not root.exists():
+        raise SessionReadError(f"{root}: no such folder")
+    if not root.is_dir():
+        raise SessionReadError(f"{root}: not a folder (give OpenClaw's state folder, e.g. ~/.openclaw)")
     if not agents_dir.is_dir():
         raise SessionReadError(f"{root}: no agents/ folder (not an OpenClaw state folder)")
     agent_dirs = sorted(p for p in agents_dir.iterdir() if p.is_dir() and (agent is None or p.name == agent))
     if not agent_dirs:
-        raise SessionReadError(f"{root}: no agent {agent!r} under agents/")
+        raise SessionReadError(f"{root}: no agent {agent!r} under agents/" if agent else f"{root}: agents/ holds no agent")
     out = ReadResult()
     for adir in agent_dirs:
         store = adir / "agent" / STORE_NAME
         found = read_store(store, adir.name) if store.is_file() else ReadResult()
+        if store.exists() and not store.is_file():
+            found.problems.append(f"{store}: not a file; store skipped")
         known = {s.session_id for s in found.sessions}
         for transcript in sorted((adir / "sessions").glob("*.jsonl")):
             try:
                 session = read_jsonl(transcript, adir.name)
-            except SessionReadError as exc:
-                found.problems.append(f"{exc}; session skipped")
+            except (SessionReadError, OSError) as exc:  # OSError: a dangling link, a folder named *.jsonl
+                kept = transcript.stem in known
+                found.problems.append(f"{exc}; " + ("the store's copy of this session is used" if kept
+                                                      else "session skipped"))
                 continue
             if session.session_id not in known:
                 found.sessions.append(session)
