@@ -41,9 +41,10 @@ log = logging.getLogger(__name__)
 
 #: every ``--prm-mode`` value (``auto`` resolves to one of the others, see :func:`resolve_prm_mode`)
 PRM_MODES = ("auto", "classifier", "probe", "lexical", "hybrid", "prototype", "channel", "logprob", "generate")
-#: the mode with the best measured agreement on held-out next states written in the styles of real
-#: users and tools (``openclaw-rl judge-eval --cases openclaw_rl/judges/data/heldout_cases.jsonl``;
-#: table in docs/judges.md); ``auto`` picks it for built-in judge models
+#: what ``auto`` picks for built-in judge models: the best measured mode that needs no second model
+#: (under a millisecond a turn; ``openclaw-rl judge-eval --cases openclaw_rl/judges/data/heldout_v9.jsonl``,
+#: tables in docs/judges.md). ``probe`` reads user next states better on the blind sets v7-v9 (fewer
+#: sign flips) at about 125 ms a turn with the judge model loaded: ``--prm-mode probe``
 DEFAULT_LOCAL_PRM_MODE = "classifier"
 #: the mode ``auto`` picks for a judge model folder (a checkpoint such as Qwen3-7B): a larger model
 #: follows the judge prompt, which the embedded 135M model does not
@@ -60,7 +61,7 @@ def resolve_prm_mode(mode: str | None, judge_model_path: str | None = None) -> s
 
     Args:
         mode: a :data:`PRM_MODES` value; None or ``"auto"`` means :data:`DEFAULT_LOCAL_PRM_MODE`
-            (best measured with the embedded model) when the judge model is a built-in model, and
+            (best measured without a second model) when the judge model is a built-in model, and
             :data:`MODEL_FOLDER_PRM_MODE` for a model folder.
         judge_model_path: the local judge model (``--prm-model-path`` / ``PRM_MODEL_PATH``, else
             the policy's base model).
@@ -141,7 +142,8 @@ def build_backend(prm_url: str | None = None, prm_model: str | None = None,
 
 def describe_prm_choice(mode: str | None, judge_model_path: str | None, prm_url: str | None = None) -> str:
     """One line saying which PRM judge runs and why, e.g. ``PRM judge: classifier (auto: built-in judge
-    model builtin:smollm2-135m; best measured mode there, docs/judges.md)``.
+    model builtin:smollm2-135m; best measured mode without a second model, --prm-mode probe reads
+    better, docs/judges.md)``.
 
     Raises:
         ValueError: an unknown mode.
@@ -151,7 +153,8 @@ def describe_prm_choice(mode: str | None, judge_model_path: str | None, prm_url:
     resolved = resolve_prm_mode(mode, judge_model_path)
     if (mode or "auto") != "auto":
         return f"PRM judge: {resolved} (--prm-mode {resolved})"
-    why = (f"built-in judge model {judge_model_path or 'default'}; best measured mode there" if is_builtin(judge_model_path)
+    why = (f"built-in judge model {judge_model_path or 'default'}; best measured mode without a second model, "
+           "--prm-mode probe reads better" if is_builtin(judge_model_path)
            else f"judge model folder {judge_model_path}; a larger model follows the judge prompt")
     return f"PRM judge: {resolved} (auto: {why}, docs/judges.md)"
 

@@ -89,7 +89,7 @@ class OpenClawFlags:
     prm_api_key: str | None = flag(None, "API key of --prm-url", env="PRM_API_KEY")
     prm_mode: Literal["auto", "classifier", "probe", "lexical", "hybrid", "prototype", "channel", "logprob", "generate"] = flag(
         "auto", "local PRM judge mode (docs/judges.md): classifier, probe, lexical, hybrid, prototype, channel, logprob or "
-        "generate; auto = the best measured mode for a builtin: judge model (classifier), logprob for a model folder",
+        "generate; auto = classifier for a builtin: judge model (the best measured without a second model; probe reads better at ~125 ms a turn), logprob for a model folder",
         env="PRM_MODE")
     prm_enable: bool = flag(False, "score every agent step with the step PRM judge (agent rollouts; "
                             "openclaw_rl.agentic.step_prm)", env="PRM_ENABLE")
