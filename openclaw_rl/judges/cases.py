@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from openclaw_rl.judges.prompts import JudgeInput
+
 __all__ = ["JudgeCase", "CaseFormatError", "DEFAULT_CASES_PATH", "HELDOUT_CASES_PATH", "HELDOUT_V6_PATH",
            "HELDOUT_V7_PATH", "HELDOUT_V8_PATH", "HELDOUT_V9_PATH", "MEASURED_SETS", "load_cases", "parse_case"]
 
@@ -86,8 +88,6 @@ class JudgeCase:
 
     def judge_input(self):
         """The case as a :class:`~openclaw_rl.judges.prompts.JudgeInput`."""
-        from openclaw_rl.judges.prompts import JudgeInput
-
         return JudgeInput(self.response, self.next_state, self.role, list(self.tool_calls) or None, self.request,
                           list(self.history) or None)
 
