@@ -173,14 +173,12 @@ _SOFT = re.compile(r"\b(error|errors|exception|failed|failure|fatal|not found|un
 _NO_ERRORS = re.compile(r"\b(0|no|zero|without) (errors?|failures?|failed|exceptions?)\b", re.I)
 _ASKS_ERRORS = re.compile(r"\b(errors?|fail\w*|exceptions?|warn\w*|log|logs|traceback|stack ?traces?|crash\w*|incidents?|bugs?|"
                           r"issues?)\b", re.I)
-_PENDING = re.compile(r"\"(state|status)\"\s*:\s*\"(queued|pending|running|in[_ ]progress|scheduled|processing|starting|"
-                      r"waiting\w*)\"|\b(queued|running|processing)\b( \(|\.\.\.|…)|"
-                      r"\b(when|once) (it|the \w+( \w+)?) (is|has) (ready|done|finished|complete|completed)\b|"
-                      r"\b(still (running|processing|pending|being \w+)|not (yet )?(ready|finished|complete))\b|"
-                      r"^\s*(status: ?)?(queued|pending|in progress|running|scheduled)\b|\b(has been|is|was) (queued|scheduled)\b|"
-                      r"\b(state|status)\s*[:=]\s*(queued|pending|running|in[_ ]progress|scheduled|processing|starting)\b|"
-                      r"\bin progress\b|\b(follow|track|watch) (its |the )?(progress|status)\b",
-                      re.I)
+_PENDING = re.compile(
+    r"\b(state|status)\"?\s*[:=]\s*\"?(queued|pending|running|in[_ ]progress|scheduled|processing|starting|waiting\w*)\b|"
+    r"^\s*(queued|pending|running|scheduled)\b|\b(has been|is|was) (queued|scheduled)\b|\bin progress\b|"
+    r"\b(queued|running|processing)\b( \(|\.\.\.|…)|\b(still (running|processing|pending|being \w+)|"
+    r"not (yet )?(ready|finished|complete))\b|\b(when|once) (it|the \w+( \w+)?) (is|has) (ready|done|finished|complete|"
+    r"completed)\b|\b(follow|track|watch) (its |the )?(progress|status)\b", re.I)
 _TOOL_MARK = re.compile(r"^\s*\[tool[^\]\n]*\]\s*", re.I)
 
 

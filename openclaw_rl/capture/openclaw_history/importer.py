@@ -31,7 +31,6 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-
 from pathlib import Path
 
 from openclaw_rl.capture.openclaw_history.sources import (HistorySession, ReadResult, SessionReadError, read_bundle,
