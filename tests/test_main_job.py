@@ -21,7 +21,8 @@ from openclaw_rl.judges.lexical import lexical_verdict
 from openclaw_rl.main_job.heldout import compare, measure
 from openclaw_rl.main_job.questions import question_sets
 from openclaw_rl.main_job.report import joined_turns, judge_report, per_version
-from openclaw_rl.main_job.run import DEFAULT_STEPS, parse_main_args, report_lines, trainer_argv
+from openclaw_rl.main_job.run import (DEFAULT_BATCH_SIZE, DEFAULT_STEPS, HISTORY_BATCH_SIZE, parse_main_args,
+                                      report_lines, trainer_argv)
 from openclaw_rl.main_job.user import UserDriver
 from openclaw_rl.preferences import DEFAULT_PREFERENCE, get_preference
 from tests.support.processes import descendants, kill_left_over, still_running
@@ -124,14 +125,18 @@ def test_every_main_turn_of_the_simulated_user_gets_its_reaction_as_next_state(t
 def test_main_job_flags_and_trainer_command_line():
     a = parse_main_args([])
     assert (a.method, a.preference, a.steps, a.batch_size, a.held_out, a.lr, a.kl_coef) == \
-        ("combine", DEFAULT_PREFERENCE, DEFAULT_STEPS, 8, 40, 2e-3, 0.02)
+        ("combine", DEFAULT_PREFERENCE, DEFAULT_STEPS, DEFAULT_BATCH_SIZE, 40, 2e-3, 0.02)
+    assert (DEFAULT_STEPS, DEFAULT_BATCH_SIZE) == (18, 16)  # measured: docs/learning.md, "Fewer, larger steps"
+    history = parse_main_args(["--history-first"])
+    assert (history.steps, history.batch_size) == (0, HISTORY_BATCH_SIZE)
+    assert parse_main_args(["--batch-size", "4"]).batch_size == 4
     argv = trainer_argv(a, "http://127.0.0.1:1", Path("/tmp/x"))
     assert argv[argv.index("--advantage-estimator") + 1] == "combine"
     assert argv[argv.index("--truncated-replies") + 1] == "train"
     assert argv[argv.index("--kl-loss-coef") + 1] == "0.02"
     from slime.run_args import parse_run_args
     cfg = parse_run_args(argv)
-    assert (cfg.num_rollout, cfg.rollout_batch_size, cfg.truncated_replies) == (DEFAULT_STEPS, 8, "train")
+    assert (cfg.num_rollout, cfg.rollout_batch_size, cfg.truncated_replies) == (DEFAULT_STEPS, DEFAULT_BATCH_SIZE, "train")
     assert (cfg.combine_rl_baseline, cfg.combine_w_opd, cfg.combine_w_rl) == ("batch-mean", 0.1, 1.0)
     with pytest.raises(SystemExit):
         parse_main_args(["--steps", "0"])

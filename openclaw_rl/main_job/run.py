@@ -30,8 +30,14 @@ METHOD_ARGS = {"rl": ("--advantage-estimator", "broadcast"),
                "opd": ("--advantage-estimator", "opd", "--opd-teacher", "base"),
                "combine": ("--advantage-estimator", "combine", "--opd-teacher", "base",
                            "--combine-rl-baseline", "batch-mean", "--combine-w-opd", "0.1")}
-#: train steps of ``make run`` (without ``--history``)
-DEFAULT_STEPS = 24
+#: train steps of ``make run`` (without ``--history``) and judged turns per step. 18 steps of 16: the same
+#: ~290 turns as 24 of 8 once were, in fewer optimizer steps with a less noisy batch. With Adam a step moves
+#: the weights by about the learning rate whatever the batch, so 24 noisy steps drifted the reference NLL
+#: past the gate's 5 % (docs/learning.md, "Fewer, larger steps")
+DEFAULT_STEPS = 18
+DEFAULT_BATCH_SIZE = 16
+#: judged turns per step of ``--history`` / ``--history-first`` (docs/history.md measured it)
+HISTORY_BATCH_SIZE = 8
 
 
 def parse_main_args(argv: list[str] | None) -> argparse.Namespace:
@@ -57,7 +63,9 @@ def parse_main_args(argv: list[str] | None) -> argparse.Namespace:
                         "history (made first, --history-max-turns main turns; openclaw_rl/main_job/history_first.py)")
     p.add_argument("--history-max-turns", type=int, default=96,
                    help="most history turns judged and trained (the most recent first)")
-    p.add_argument("--batch-size", type=int, default=8, help="judged turns per train step")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help=f"judged turns per train step; default {DEFAULT_BATCH_SIZE}, and {HISTORY_BATCH_SIZE} with "
+                        "--history / --history-first")
     p.add_argument("--max-tokens", type=int, default=32, help="reply budget of the simulated user's turns")
     p.add_argument("--held-out", type=int, default=40, help="held-out questions (never trained on)")
     p.add_argument("--eval-max-tokens", type=int, default=32, help="reply budget of held-out questions")
@@ -98,6 +106,8 @@ def parse_main_args(argv: list[str] | None) -> argparse.Namespace:
                 p.error(f"--history {exc}")
     elif a.steps is None:
         a.steps = DEFAULT_STEPS
+    if a.batch_size is None:
+        a.batch_size = HISTORY_BATCH_SIZE if a.history_variant else DEFAULT_BATCH_SIZE
     for flag in ("steps", "batch_size", "max_tokens", "eval_max_tokens", "concurrency", "lora_rank"):
         if getattr(a, flag) < (0 if flag == "steps" and a.history_variant else 1):
             p.error(f"--{flag.replace('_', '-')} must be >= 1")
