@@ -98,7 +98,7 @@ class Preference:
     def quality_problem(self, reply: str, question: str | None = None, *, cut: bool = False) -> str | None:
         """What a person would object to in ``reply`` beyond the stated rule, or None:
         a :class:`slime.behaviour.Problem` value (``over_application``, ``repetition_loop``,
-        ``rare_char_run``, ``tool_call_loop``); ``"no_answer"``: the reply ignores the question,
+        ``rare_char_run``, ``tool_call_loop``, ``mixed_script``); ``"no_answer"``: the reply ignores the question,
         either with fewer than two words besides the requested ones or, when ``question`` (its
         text) is given, with no content word in common with it (:func:`slime.behaviour.on_topic`:
         "Alex, how nice to meet you!" to an arithmetic question); or ``"cut_off"`` when ``cut``

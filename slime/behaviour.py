@@ -25,8 +25,10 @@ import unicodedata
 from collections import Counter
 from enum import Enum
 
-__all__ = ["Problem", "behaviour_problems", "content_words", "distinct_pairs", "on_topic", "over_applied_word",
-           "rare_char_run", "repeat_onset", "repetition_loop", "tool_call_loop", "words"]
+import regex
+
+__all__ = ["Problem", "behaviour_problems", "content_words", "distinct_pairs", "mixed_script_word", "on_topic",
+           "over_applied_word", "rare_char_run", "repeat_onset", "repetition_loop", "tool_call_loop", "words"]
 
 #: a word the user asked for (their name, a phrase) this often in one reply is over-applied
 OVER_APPLIED_COUNT = 3
@@ -45,6 +47,14 @@ LOOP_MAX_N = 8
 TOOL_CALL_REPEATS = 3
 
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
+#: a letter or mark of an alphabet that never shares a word with Latin letters: not Latin, not a CJK
+#: script (Chinese and Japanese run Latin words into theirs without a space), not Greek (x, Δx, μm),
+#: not a script-neutral character (Unicode script properties, via the ``regex`` package)
+_OTHER_ALPHABET = regex.compile(r"[[\p{L}\p{M}]--[\p{Latin}\p{Common}\p{Inherited}\p{Han}\p{Hiragana}"
+                                r"\p{Katakana}\p{Hangul}\p{Greek}]]", regex.V1)
+_LATIN = regex.compile(r"\p{Latin}")
+#: letters, marks and digits in a row: a word with its combining marks (a Tamil vowel sign is a mark)
+_SCRIPT_WORD = regex.compile(r"[\p{L}\p{M}\p{N}]+")
 _TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
 _STOPWORDS = frozenset("""
 a an the and or but if then so of to in on at by for with from as is are was were be been being am
@@ -62,6 +72,7 @@ class Problem(str, Enum):
     RARE_CHAR_RUN = "rare_char_run"        #: replacement characters, or a run of one odd character
     OVER_APPLICATION = "over_application"  #: one content word again and again (a name, a phrase)
     TOOL_CALL_LOOP = "tool_call_loop"      #: the same tool call again and again
+    MIXED_SCRIPT = "mixed_script"          #: a word of Latin letters mixed with another alphabet's
 
 
 def words(text: str) -> list[str]:
@@ -181,6 +192,19 @@ def rare_char_run(text: str) -> str | None:
     return None
 
 
+def mixed_script_word(text: str) -> str | None:
+    """The first word (letters, combining marks and digits in a row) that mixes Latin letters with letters
+    of another alphabet (Cyrillic, Tamil, Arabic, ...), or None. No language writes such a word:
+    it is what a policy sampling garbage tokens produces ("stаr" with a Cyrillic ``а``,
+    "Mitெravitirin" with a Tamil vowel sign). Chinese, Japanese and Korean text next to Latin
+    words, and Greek letters (symbols in maths), are not counted. Measured on the 9,421 recorded
+    replies of the main job's runs of 2026-12-04: 7 such words, every one in a garbled reply."""
+    for w in _SCRIPT_WORD.findall(text):
+        if _LATIN.search(w) and _OTHER_ALPHABET.search(w):
+            return w
+    return None
+
+
 def tool_call_loop(text: str) -> str | None:
     """A ``<tool_call>`` block that appears :data:`TOOL_CALL_REPEATS` or more times with identical
     content (white space ignored), or None."""
@@ -206,7 +230,8 @@ def behaviour_problems(text: str, terms: tuple[str, ...] = ()) -> dict[Problem, 
     for problem, hit in ((Problem.REPETITION_LOOP, repetition_loop(text)),
                          (Problem.RARE_CHAR_RUN, rare_char_run(text)),
                          (Problem.OVER_APPLICATION, over_applied_word(text, terms)),
-                         (Problem.TOOL_CALL_LOOP, tool_call_loop(text))):
+                         (Problem.TOOL_CALL_LOOP, tool_call_loop(text)),
+                         (Problem.MIXED_SCRIPT, mixed_script_word(_without_tool_calls(text)))):
         if hit is not None:
             found[problem] = hit
     return found

@@ -9,6 +9,8 @@ CLEAN = [
     "The answer is 12. First, 3 + 4 = 7, then 7 + 5 = 12. So the answer is 12.",
     "Hello Alex, here is a short plan: wake up early, drink water, and take a walk...",
     "Das Ergebnis ist 42, weil 6 mal 7 gleich 42 ist.",
+    "用Python写一个函数，返回Δx的值；naïve café, São Paulo, Łódź, μm und Ωs.",
+    "Столица Франции - Париж (Paris), PDF-файл готов.",
     '<tool_call>{"name": "ls", "arguments": {}}</tool_call>',
 ]
 
@@ -26,6 +28,9 @@ def test_ordinary_replies_have_no_problem(text):
     ("ḍḍḍḍḍḍḍḍḍḍḍḍ", Problem.RARE_CHAR_RUN),
     ("ok \ufffd fine", Problem.RARE_CHAR_RUN),
     ("wow !!!!!!!!", Problem.RARE_CHAR_RUN),
+    # garbage seen in real runs: a Tamil vowel sign and Cyrillic look-alikes inside Latin words
+    ('"Mit\u0bc6ravitirin AmazonviravavimāVRiirvivarakamāra debya', Problem.MIXED_SCRIPT),
+    ("Daleth or doeth: 2 worsted in wool Shirl, bil, st\u0430r, make.", Problem.MIXED_SCRIPT),
     ('<tool_call>{"x":1}</tool_call> <tool_call>{"x": 1}</tool_call><tool_call>{"x":1}</tool_call>',
      Problem.TOOL_CALL_LOOP),
 ])

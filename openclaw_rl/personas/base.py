@@ -61,6 +61,7 @@ PERSON_CORRECTIONS = {
     Problem.RARE_CHAR_RUN.value: "That reply is garbled; please try again.",
     Problem.OVER_APPLICATION.value: "You don't need to repeat the same word all the time. Just answer the question.",
     Problem.TOOL_CALL_LOOP.value: "You keep making the same call again and again. Please stop and answer.",
+    Problem.MIXED_SCRIPT.value: "That reply is garbled; please try again.",
 }
 
 

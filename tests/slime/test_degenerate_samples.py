@@ -41,6 +41,7 @@ DEGENERATE = {
     "repetition_loop": "Boil it. the egg the egg the egg the egg the egg",
     "rare_char_run": "Boil it \ufffd\ufffd for nine minutes.",
     "over_application": "Alex, boil, Alex. Alex water Alex egg Alex!",
+    "mixed_script": "Boil it for nine minutes in st\u0430rry w\u0430ter.",
 }
 
 
@@ -70,15 +71,16 @@ def test_a_degenerate_sample_gets_no_loss_and_is_counted_and_named(tokenizer, ca
     backend = TrainingBackend(parse_args(["--rollout-batch-size", "4", "--model-path", TINY_QWEN3]))
     with caplog.at_level(logging.WARNING, logger="slime.admission"):
         out, metrics = admit(samples, AdmissionPolicy(), backend)
-    assert len(out) == 4  # kept in the batch (a group keeps its size), but without loss
+    assert len(out) == 1 + len(DEGENERATE)  # kept in the batch (a group keeps its size), but without loss
     assert out[0].num_loss_tokens == out[0].response_length
     for s in out[1:]:
         assert s.num_loss_tokens == 0 and set(s.advantages) == {0.0}
-    assert metrics["samples/degenerate"] == 3 and metrics["samples/degenerate_masked"] == 3
+    bad = len(DEGENERATE)
+    assert metrics["samples/degenerate"] == bad and metrics["samples/degenerate_masked"] == bad
     for name in DEGENERATE:
         assert metrics[f"samples/degenerate_{name}"] >= 1
     lines = [r.getMessage() for r in caplog.records if "degenerate reply" in r.getMessage()]
-    assert len(lines) == 3 and any("bad-repetition_loop" in line and "repetition_loop" in line for line in lines)
+    assert len(lines) == bad and any("bad-repetition_loop" in line and "repetition_loop" in line for line in lines)
 
     weights = [p.detach().clone() for p in backend.trainable_parameters]
     m = backend.train_step(out[1:])  # the degenerate ones alone: nothing to train
