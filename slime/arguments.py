@@ -77,6 +77,11 @@ class SlimeConfig:
                                       "top-p, at this one where none was recorded", group="rollout", gt=0)
     max_staleness: int | None = flag(None, "drop samples whose weight_version lags the trainer by more "
                                      "versions (none: no bound)", group="rollout", ge=0)
+    sample_order: Literal["oldest", "newest"] = flag(
+        "oldest", "which judged live turns a train step takes first: oldest (first in, first out) or newest "
+        "(the freshest, closest to the policy being trained; with --max-staleness, turns that fell behind it "
+        "are dropped unused, as they are anyway when traffic outpaces training). History turns come first "
+        "either way", group="rollout")
     degenerate_samples: Literal["mask", "train"] = flag(
         "mask", "samples whose reply is degenerate (slime.behaviour: a repetition loop, a rare-character run, "
         "over-application, a tool-call loop; or a special token inside the reply): mask them out of the loss, "

@@ -133,6 +133,7 @@ def test_main_job_flags_and_trainer_command_line():
     argv = trainer_argv(a, "http://127.0.0.1:1", Path("/tmp/x"))
     assert argv[argv.index("--advantage-estimator") + 1] == "combine"
     assert argv[argv.index("--truncated-replies") + 1] == "train"
+    assert argv[argv.index("--sample-order") + 1] == "newest"
     assert argv[argv.index("--kl-loss-coef") + 1] == "0.02"
     from slime.run_args import parse_run_args
     cfg = parse_run_args(argv)

@@ -88,6 +88,28 @@ def test_staleness_drop_and_release(tmp_path):
     assert store.counts()["judged"] == 1
 
 
+def test_newest_first_takes_the_freshest_turns_and_drops_those_behind_the_bound(tmp_path):
+    """--sample-order newest: a step trains on the turns closest to the current policy; live turns
+    more than --max-staleness versions behind are dropped (history turns are never stale)."""
+    store = TrajectoryStore(tmp_path)
+    for sid, version in (("v0", 0), ("v3", 3), ("v4", 4), ("v5", 5), ("v5b", 5)):
+        _turn(store, sid, version=version)
+    assert asyncio.run(JudgeLoop(store, _FixedJudge(dict.fromkeys(("v0", "v3", "v4", "v5", "v5b"), 1.0)),
+                                 num_workers=4).judge_once()) == 5
+    oldest = StoreDataSource(store, max_staleness=2)
+    oldest.current_version = 5
+    first = oldest.take(1, timeout_s=5)
+    assert [s.session_id for s in first] == ["v3"] and oldest.stats["dropped_stale"] == 1  # v0 came up first
+    oldest.release(first)
+    newest = StoreDataSource(store, max_staleness=2, newest_first=True)
+    newest.current_version = 6
+    batch = newest.take(2, timeout_s=5)
+    assert [s.session_id for s in batch] == ["v5b", "v5"] and [s.metadata["staleness"] for s in batch] == [1, 1]
+    assert newest.stats["dropped_stale"] == 1  # v3: 3 versions behind, dropped before the claim
+    assert [s.session_id for s in newest.take(1, timeout_s=5)] == ["v4"]
+    assert store.counts().get("judged", 0) == 0
+
+
 def test_close_wakes_a_waiting_take(tmp_path):
     src = StoreDataSource(TrajectoryStore(tmp_path))
     threading.Timer(0.3, src.close).start()

@@ -122,7 +122,10 @@ def trainer_argv(a: argparse.Namespace, base: str, out: Path) -> list[str]:
             "--log-dir", str(out / "logs"), "--num-rollout", str(a.steps),
             "--rollout-batch-size", str(a.batch_size), *METHOD_ARGS[a.method],
             "--use-lora", "--lora-rank", str(a.lora_rank), "--lr", str(a.lr), "--eps-clip", "0.2",
-            "--eps-clip-high", "0.28", "--use-tis", "--max-staleness", "2", "--majority-vote-n", "1",
+            "--eps-clip-high", "0.28", "--use-tis", "--max-staleness", "2",
+            # the users talk faster than the trainer trains (2 of 3 judged turns go unused): train the newest,
+            # not turns that are always the full 2 versions behind (docs/learning.md, "Fewer, larger steps")
+            "--sample-order", "newest", "--majority-vote-n", "1",
             "--num-judge-workers", "1", "--rollout-max-response-len", str(a.max_tokens),
             # the server answers the user with one thread while the trainer trains: the trainer takes the
             # other cores, not all of them (2 threads on 2 busy cores: train and gate 2-3x slower)

@@ -49,6 +49,10 @@ class StoreDataSource:
             an edited lesson as a teacher prompt (:class:`openclaw_rl.rollout.feedback.PersonOverrides`).
         history_only: take only the history turns a run queued (``--history-only``,
             :mod:`openclaw_rl.rollout.history`); with ``finite`` the data ends when they are used up.
+        newest_first: take the newest judged live turns first (``--sample-order newest``): the
+            samples closest to the policy being trained. Live turns that fell more than
+            ``max_staleness`` versions behind are then dropped as stale before each claim (with oldest
+            first they are dropped as they come up).
 
     History turns (``history_rank`` set) come first, the most recent first, and are never dropped
     as stale: ``max_staleness`` bounds live turns (their ``metadata["history"]`` is True).
@@ -63,8 +67,9 @@ class StoreDataSource:
 
     def __init__(self, store: TrajectoryStore, max_staleness: int | None = None, poll_s: float = 0.2,
                  prepare=None, finite: bool = False, processor=None, holdout_every: int = 0, tokenizer=None,
-                 history_only: bool = False):
+                 history_only: bool = False, newest_first: bool = False):
         self.store, self.max_staleness, self.poll_s = store, max_staleness, poll_s
+        self.newest_first = newest_first
         self.overrides = PersonOverrides(store, tokenizer)
         self.holdout_every = holdout_every
         self.processor = processor  # a vision-language policy's processor: turns with images
@@ -104,7 +109,11 @@ class StoreDataSource:
         deadline = None if timeout_s is None else time.time() + timeout_s
         out: list[Sample] = []
         while len(out) < n:
-            claimed = self.store.claim_judged(n - len(out), history_only=self.history_only)
+            if self.newest_first and self.max_staleness is not None:
+                for turn_id in self.store.judged_live_before(self.current_version - self.max_staleness):
+                    self._drop(turn_id, "stale")
+            claimed = self.store.claim_judged(n - len(out), history_only=self.history_only,
+                                              newest_first=self.newest_first)
             for turn in self.prepare(claimed) if self.prepare and claimed else claimed:
                 judgement = self.store.judgement(turn.id) or {}
                 reward, details, rated = self.overrides.apply(turn, judgement.get("reward"), judgement.get("details"))

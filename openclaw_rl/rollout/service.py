@@ -161,6 +161,7 @@ class OpenClawRolloutService:
         self.data_source = StoreDataSource(self.store, max_staleness=cfg.max_staleness,
                                            prepare=self.text_turns.ensure_ids,
                                            finite=bool(x.data_path) or x.history_only, history_only=x.history_only,
+                                           newest_first=cfg.sample_order == "newest",
                                            processor=processor, holdout_every=x.gate_holdout_every,
                                            tokenizer=self.text_turns.tokenizer if cfg.model_path else None)
         self.gate_items = GateItems(self.store, x.gate_holdout_max, processor)
