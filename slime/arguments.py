@@ -84,7 +84,7 @@ class SlimeConfig:
         "either way", group="rollout")
     degenerate_samples: Literal["mask", "train"] = flag(
         "mask", "samples whose reply is degenerate (slime.behaviour: a repetition loop, a rare-character run, "
-        "over-application, a tool-call loop; or a special token inside the reply): mask them out of the loss, "
+        "over-application, a tool-call loop, a word mixing alphabets; or a special token inside the reply): mask them out of the loss, "
         "or train them; counted per problem and named in a warning either way", group="rollout")
     rejected_repeat_credit: Literal["onset", "whole"] = flag(
         "onset", "a reply the judge rejected that uses one content word three times or more: train it as a "

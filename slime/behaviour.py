@@ -47,11 +47,12 @@ LOOP_MAX_N = 8
 TOOL_CALL_REPEATS = 3
 
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
-#: a letter or mark of an alphabet that never shares a word with Latin letters: not Latin, not a CJK
-#: script (Chinese and Japanese run Latin words into theirs without a space), not Greek (x, Δx, μm),
-#: not a script-neutral character (Unicode script properties, via the ``regex`` package)
+#: a letter or mark of another alphabet than Latin, as :func:`mixed_script_word` counts it: not a CJK script
+#: or one of the scripts written without spaces between words (Thai, Lao, Khmer, Myanmar), which run Latin
+#: words into theirs; not Greek (x, Δx, μm); not a script-neutral character (Unicode script properties, via
+#: the ``regex`` package)
 _OTHER_ALPHABET = regex.compile(r"[[\p{L}\p{M}]--[\p{Latin}\p{Common}\p{Inherited}\p{Han}\p{Hiragana}"
-                                r"\p{Katakana}\p{Hangul}\p{Greek}]]", regex.V1)
+                                r"\p{Katakana}\p{Hangul}\p{Greek}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}]]", regex.V1)
 _LATIN = regex.compile(r"\p{Latin}")
 #: letters, marks and digits in a row: a word with its combining marks (a Tamil vowel sign is a mark)
 _SCRIPT_WORD = regex.compile(r"[\p{L}\p{M}\p{N}]+")
@@ -193,14 +194,21 @@ def rare_char_run(text: str) -> str | None:
 
 
 def mixed_script_word(text: str) -> str | None:
-    """The first word (letters, combining marks and digits in a row) that mixes Latin letters with letters
-    of another alphabet (Cyrillic, Tamil, Arabic, ...), or None. No language writes such a word:
-    it is what a policy sampling garbage tokens produces ("stаr" with a Cyrillic ``а``,
-    "Mitெravitirin" with a Tamil vowel sign). Chinese, Japanese and Korean text next to Latin
-    words, and Greek letters (symbols in maths), are not counted. Measured on the 9,421 recorded
-    replies of the main job's runs of 2026-12-04: 7 such words, every one in a garbled reply."""
+    """The first word (letters, combining marks and digits in a row) whose letters switch between
+    Latin and another alphabet at least twice (Latin, other, Latin, or the reverse), or None.
+
+    That is what a policy sampling garbage tokens writes: a look-alike letter or a stray vowel sign
+    inside a word ("stаr" with a Cyrillic ``а``, "Mitெravitirin" with a Tamil vowel sign). One switch
+    is ordinary: a suffix or prefix written onto a Latin name ("Googleपर", "JSONа", "ובGitHub").
+    Chinese, Japanese, Korean, Thai, Lao, Khmer and Myanmar, which run Latin words into theirs without
+    a space, and Greek letters (symbols in maths) are not counted. Measured on the 15,801 recorded
+    replies of the main job's runs of 2026-12-04/05: 7 such words, every one in a garbled reply."""
     for w in _SCRIPT_WORD.findall(text):
-        if _LATIN.search(w) and _OTHER_ALPHABET.search(w):
+        if not (_LATIN.search(w) and _OTHER_ALPHABET.search(w)):
+            continue
+        kinds = [("L" if _LATIN.match(ch) else "O") for ch in w if _LATIN.match(ch) or _OTHER_ALPHABET.match(ch)]
+        switches = sum(a != b for a, b in zip(kinds, kinds[1:]))
+        if switches >= 2:
             return w
     return None
 

@@ -1,7 +1,8 @@
 """Is a sample's reply degenerate? The sample filter of the collapse guard (:mod:`slime.admission`).
 
 A reply is degenerate when its text shows one of :func:`slime.behaviour.behaviour_problems`
-(a repetition loop, a rare-character run, over-application, a tool-call loop) or when its token
+(a repetition loop, a rare-character run, over-application, a tool-call loop, a word mixing
+alphabets) or when its token
 ids are garbage as ids: a control token inside the reply (anything but its last token; the
 tokenizer's special tokens and its ``<|...|>`` added tokens, such as ``<|im_start|>`` or padding)
 or an id the tokenizer does not know (past its vocabulary; a model's embedding rows often are).

@@ -14,8 +14,8 @@ measures them (:func:`measure_version`) on what the rollout service hands the ga
 3. **Behaviour on canary prompts, sampled** (fixed seed, the rollout temperature,
    ``--gate-canary-max-tokens``): the service's fixed canary prompts and the prompts of the
    held-out turns. The share of canary replies with a :mod:`slime.behaviour` problem (repetition
-   loop, rare-character run, over-application, tool-call loop) the last good version's reply to
-   the same prompt did not have, and the net share that only end at the token limit where the
+   loop, rare-character run, over-application, tool-call loop, a word mixing alphabets) the last
+   good version's reply to the same prompt did not have, and the net share that only end at the token limit where the
    last good version's ended on their own (less those that now end on their own where the last
    good version's ran to the limit: sampling moves both ways), may each be at most
    ``--gate-max-new-problems`` (and a check fails only when at least two replies got worse: one

@@ -11,6 +11,7 @@ CLEAN = [
     "Das Ergebnis ist 42, weil 6 mal 7 gleich 42 ist.",
     "用Python写一个函数，返回Δx的值；naïve café, São Paulo, Łódź, μm und Ωs.",
     "Столица Франции - Париж (Paris), PDF-файл готов.",
+    "ใช้Pythonดีไหม ប្រើPythonល្អ Googleपर खोजें, JSONа нет, ובGitHub, Xin chào, Türkçe, Łódź.",
     '<tool_call>{"name": "ls", "arguments": {}}</tool_call>',
 ]
 

@@ -110,6 +110,23 @@ def test_newest_first_takes_the_freshest_turns_and_drops_those_behind_the_bound(
     assert store.counts().get("judged", 0) == 0
 
 
+def test_newest_first_holds_out_for_the_gate_what_fell_behind_and_leaves_live_turns_to_history_only(tmp_path):
+    """A turn that fell behind is held out for the promotion gate when its id says so, as oldest-first
+    does when it comes up; a --history-only run drops no live turn."""
+    store = TrajectoryStore(tmp_path)
+    ids = {sid: _turn(store, sid, version=v).id for sid, v in (("a", 0), ("b", 0), ("c", 5))}
+    assert asyncio.run(JudgeLoop(store, _FixedJudge(dict.fromkeys("abc", 1.0)), num_workers=4).judge_once()) == 3
+    history_only = StoreDataSource(store, max_staleness=2, newest_first=True, history_only=True, finite=True)
+    history_only.current_version = 6
+    assert history_only.take(1) == [] and store.counts()["judged"] == 3
+    assert ids == {"a": 1, "b": 2, "c": 3}
+    src = StoreDataSource(store, max_staleness=2, newest_first=True, holdout_every=2)
+    src.current_version = 6
+    assert [s.session_id for s in src.take(1, timeout_s=5)] == ["c"]
+    assert src.stats["held_out"] == 1 and src.stats["dropped_stale"] == 1
+    assert store.get_turn(ids["b"]).status == "held_out" and store.get_turn(ids["a"]).status == "skipped"
+
+
 def test_close_wakes_a_waiting_take(tmp_path):
     src = StoreDataSource(TrajectoryStore(tmp_path))
     threading.Timer(0.3, src.close).start()

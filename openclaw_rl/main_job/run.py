@@ -30,8 +30,8 @@ METHOD_ARGS = {"rl": ("--advantage-estimator", "broadcast"),
                "opd": ("--advantage-estimator", "opd", "--opd-teacher", "base"),
                "combine": ("--advantage-estimator", "combine", "--opd-teacher", "base",
                            "--combine-rl-baseline", "batch-mean", "--combine-w-opd", "0.1")}
-#: train steps of ``make run`` (without ``--history``) and judged turns per step. 18 steps of 16: the same
-#: ~290 turns as 24 of 8 once were, in fewer optimizer steps with a less noisy batch. With Adam a step moves
+#: train steps of ``make run`` (without ``--history``) and judged turns per step. 18 steps of 16 train 288
+#: turns (24 of 8 trained 192) in fewer optimizer steps with a less noisy batch. With Adam a step moves
 #: the weights by about the learning rate whatever the batch, so 24 noisy steps drifted the reference NLL
 #: past the gate's 5 % (docs/learning.md, "Fewer, larger steps")
 DEFAULT_STEPS = 18

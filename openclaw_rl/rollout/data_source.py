@@ -50,9 +50,10 @@ class StoreDataSource:
         history_only: take only the history turns a run queued (``--history-only``,
             :mod:`openclaw_rl.rollout.history`); with ``finite`` the data ends when they are used up.
         newest_first: take the newest judged live turns first (``--sample-order newest``): the
-            samples closest to the policy being trained. Live turns that fell more than
-            ``max_staleness`` versions behind are then dropped as stale before each claim (with oldest
-            first they are dropped as they come up).
+            samples closest to the policy being trained. Before each claim, live turns that fell more
+            than ``max_staleness`` versions behind are claimed and handled as oldest-first handles them
+            when they come up: held out for the gate (``holdout_every``) or dropped as stale. Not with
+            ``history_only`` (live turns are left for a later run).
 
     History turns (``history_rank`` set) come first, the most recent first, and are never dropped
     as stale: ``max_staleness`` bounds live turns (their ``metadata["history"]`` is True).
@@ -109,36 +110,18 @@ class StoreDataSource:
         deadline = None if timeout_s is None else time.time() + timeout_s
         out: list[Sample] = []
         while len(out) < n:
-            if self.newest_first and self.max_staleness is not None:
-                for turn_id in self.store.judged_live_before(self.current_version - self.max_staleness):
-                    self._drop(turn_id, "stale")
+            if self.newest_first and self.max_staleness is not None and not self.history_only:
+                # live turns that fell behind go where oldest-first sends them: held out for the gate or dropped
+                behind = self.store.claim_judged_ids(
+                    self.store.judged_live_before(self.current_version - self.max_staleness))
+                for turn in self.prepare(behind) if self.prepare and behind else behind:
+                    self._admit(turn)  # stale, so never a sample
             claimed = self.store.claim_judged(n - len(out), history_only=self.history_only,
                                               newest_first=self.newest_first)
             for turn in self.prepare(claimed) if self.prepare and claimed else claimed:
-                judgement = self.store.judgement(turn.id) or {}
-                reward, details, rated = self.overrides.apply(turn, judgement.get("reward"), judgement.get("details"))
-                try:
-                    sample = turn_to_sample(turn, reward, True, self.processor)
-                except (UntokenizedTurnError, ImageRecordError) as exc:
-                    log.warning("dropping %s", exc)
-                    self._drop(turn.id, "untokenized")
-                    continue
-                if self.holdout_every and sample.reward and not rated and turn.id % self.holdout_every == 0:
-                    self.store.hold_out([turn.id])  # the promotion gate's, never trained
-                    self.stats["held_out"] += 1
-                    continue
-                staleness = self.current_version - sample.weight_version
-                history = turn.history_rank is not None
-                if self.max_staleness is not None and staleness > self.max_staleness and not history:
-                    self._drop(turn.id, "stale")
-                    continue
-                sample.metadata["staleness"] = staleness
-                sample.metadata["judgement"] = details
-                sample.metadata["history"] = history
-                if rated:
-                    sample.metadata["explicit_rating"] = int(reward)
-                    self.stats["explicit_ratings"] += 1
-                out.append(sample)
+                sample = self._admit(turn)
+                if sample is not None:
+                    out.append(sample)
             if progress:
                 progress(len(out), n)
             if self.health_check is not None:
@@ -161,6 +144,35 @@ class StoreDataSource:
                                          f"(backlog {self.backlog()})")
                 self._closed.wait(self.poll_s)
         return out
+
+    def _admit(self, turn) -> Sample | None:
+        """One claimed turn as a training sample, or None when it is held out for the promotion gate
+        (every ``holdout_every``-th judged turn with a reward, unless a person rated it), cannot be
+        tokenised or is stale (more than ``max_staleness`` versions behind; history turns never are)."""
+        judgement = self.store.judgement(turn.id) or {}
+        reward, details, rated = self.overrides.apply(turn, judgement.get("reward"), judgement.get("details"))
+        try:
+            sample = turn_to_sample(turn, reward, True, self.processor)
+        except (UntokenizedTurnError, ImageRecordError) as exc:
+            log.warning("dropping %s", exc)
+            self._drop(turn.id, "untokenized")
+            return None
+        if self.holdout_every and sample.reward and not rated and turn.id % self.holdout_every == 0:
+            self.store.hold_out([turn.id])  # the promotion gate's, never trained
+            self.stats["held_out"] += 1
+            return None
+        staleness = self.current_version - sample.weight_version
+        history = turn.history_rank is not None
+        if self.max_staleness is not None and staleness > self.max_staleness and not history:
+            self._drop(turn.id, "stale")
+            return None
+        sample.metadata["staleness"] = staleness
+        sample.metadata["judgement"] = details
+        sample.metadata["history"] = history
+        if rated:
+            sample.metadata["explicit_rating"] = int(reward)
+            self.stats["explicit_ratings"] += 1
+        return sample
 
     def exhausted(self) -> bool:
         """No turn (``history_only``: no history turn) is waiting to be judged, being judged or
