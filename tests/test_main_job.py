@@ -126,7 +126,7 @@ def test_main_job_flags_and_trainer_command_line():
     a = parse_main_args([])
     assert (a.method, a.preference, a.steps, a.batch_size, a.held_out, a.lr, a.kl_coef) == \
         ("combine", DEFAULT_PREFERENCE, DEFAULT_STEPS, DEFAULT_BATCH_SIZE, 40, 1e-3, 0.02)
-    assert (DEFAULT_STEPS, DEFAULT_BATCH_SIZE) == (18, 16)  # measured: docs/learning.md, "Fewer, larger steps"
+    assert (DEFAULT_STEPS, DEFAULT_BATCH_SIZE) == (18, 24)  # measured: docs/learning.md, "Fewer, larger steps"
     history = parse_main_args(["--history-first"])
     assert (history.steps, history.batch_size) == (0, HISTORY_BATCH_SIZE)
     assert parse_main_args(["--batch-size", "4"]).batch_size == 4
