@@ -7,6 +7,5 @@
 set -e
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 MODEL_PATH=${MODEL_PATH:-${HF_CKPT:-builtin:smollm2-135m}}
-export GUI_OBSERVATION_TYPE=${GUI_OBSERVATION_TYPE:-screenshot_a11y_tree}
 [ -n "$GUI_EVAL_META_PATH" ] && export GUI_EVAL_META_PATH=$(realpath -m -- "$GUI_EVAL_META_PATH")
 exec bash "$SCRIPT_DIR/../openclaw-test/run_eval.sh" --model-path "$MODEL_PATH" --eval-tasks gui "$@"

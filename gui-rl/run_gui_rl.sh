@@ -20,9 +20,9 @@
 #                          127.0.0.1:18080)
 #   GUI_POOL_MAX_ENVS      browsers in the started pool (default PARALLEL_ENVS)
 #   GUI_PREWARM_ENVS       browsers started before the first episode (default GUI_POOL_MAX_ENVS)
-#   GUI_MAX_STEPS          actions per episode (default 15; CPU: 3) = --gui-max-steps
+#   GUI_MAX_STEPS          actions per episode (default: the gui family's --gui-max-steps; CPU: 3)
 #   GUI_ACTION_SPACE       pyautogui
-#   GUI_OBSERVATION_TYPE   a11y_tree (default: the text policy), screenshot, screenshot_a11y_tree; a
+#   GUI_OBSERVATION_TYPE   screenshot_a11y_tree (the family's default), a11y_tree, screenshot; a
 #                          vision-language MODEL_PATH (Qwen2-VL / Qwen2.5-VL / Qwen3-VL) sees the
 #                          screenshot as an image, a text one the element text (screenshot alone: refused)
 #   GUI_MAX_IMAGE_HISTORY_LENGTH  screenshots kept as images in the history (default 3) =
@@ -44,11 +44,9 @@ case "$SCREENSHOT_BACKEND" in
   *) echo "$LAUNCH_SCRIPT: SCREENSHOT_BACKEND must be playwright or selenium, got '$SCREENSHOT_BACKEND'" >&2; exit 2 ;;
 esac
 export PARALLEL_ENVS=${PARALLEL_ENVS:-$([ "$CPU_RUN" = 1 ] && echo 2 || echo 16)}
-export GUI_MAX_STEPS=${GUI_MAX_STEPS:-$([ "$CPU_RUN" = 1 ] && echo 3 || echo 15)}
+if [ "$CPU_RUN" = 1 ]; then export GUI_MAX_STEPS=${GUI_MAX_STEPS:-3}; fi
 export GUI_POOL_MAX_ENVS=${GUI_POOL_MAX_ENVS:-$PARALLEL_ENVS}
 export GUI_PREWARM_ENVS=${GUI_PREWARM_ENVS:-$GUI_POOL_MAX_ENVS}
-export GUI_ACTION_SPACE=${GUI_ACTION_SPACE:-pyautogui}
-export GUI_OBSERVATION_TYPE=${GUI_OBSERVATION_TYPE:-a11y_tree}
 if [ "$GUI_OBSERVATION_TYPE" = screenshot ]; then   # a text policy cannot play from screenshots alone
   (cd "$REPO_DIR" && "$PYTHON" - "$MODEL_PATH" "$LAUNCH_SCRIPT" <<'PY') || exit 2
 import sys
@@ -59,10 +57,7 @@ except Exception as exc:
     sys.exit(f"{sys.argv[2]}: MODEL_PATH={sys.argv[1]}: {exc}")
 PY
 fi
-export GUI_SCREEN_WIDTH=${GUI_SCREEN_WIDTH:-640} GUI_SCREEN_HEIGHT=${GUI_SCREEN_HEIGHT:-480}
 export GUI_RESULT_DIR=$(abs_path "${GUI_RESULT_DIR:-$REPO_DIR/outputs/gui-rl/results}")
-GUI_SLEEP_AFTER_EXECUTION=${GUI_SLEEP_AFTER_EXECUTION:-0}
-GUI_WAIT_AFTER_RESET=${GUI_WAIT_AFTER_RESET:-0}
 case "$PARALLEL_ENVS$GUI_MAX_STEPS$GUI_POOL_MAX_ENVS$GUI_PREWARM_ENVS" in
   *[!0-9]*) echo "$LAUNCH_SCRIPT: PARALLEL_ENVS, GUI_MAX_STEPS, GUI_POOL_MAX_ENVS, GUI_PREWARM_ENVS must be integers" >&2; exit 2 ;;
 esac
@@ -81,7 +76,7 @@ if [ -z "$GUI_ENV_SERVER_URL" ] && [ -z "$TRAIN_JOB_DRY_RUN" ]; then
   rm -f "$LOG_DIR/gui-pool.port"   # GUI_ENV_SERVER_PORT=0: the pool binds a free port and writes it here
   (cd "$REPO_DIR" && exec "$PYTHON" -m openclaw_rl.envs.gui.pool_server --host "$GUI_ENV_SERVER_HOST" \
     --port "$GUI_ENV_SERVER_PORT" --port-file "$LOG_DIR/gui-pool.port" --max-envs "$GUI_POOL_MAX_ENVS" \
-    --prewarm-envs "$GUI_PREWARM_ENVS" --max-steps "$GUI_MAX_STEPS" --wait-after-reset "$GUI_WAIT_AFTER_RESET") \
+    --prewarm-envs "$GUI_PREWARM_ENVS") \
     >"$LOG_DIR/gui-pool.log" 2>&1 &
   GUI_POOL_PID=$!
   HELPER_PIDS="$HELPER_PIDS $GUI_POOL_PID"
@@ -93,11 +88,10 @@ if [ -z "$GUI_ENV_SERVER_URL" ] && [ -z "$TRAIN_JOB_DRY_RUN" ]; then
   echo "$LAUNCH_SCRIPT: GUI pool on $GUI_ENV_SERVER_URL (pid $GUI_POOL_PID, $GUI_PREWARM_ENVS browsers warm)"
 fi
 export SLIME_JOB_ENV="$SLIME_JOB_ENV GUI_ENV_SERVER_URL GUI_OBSERVATION_TYPE GUI_SCREEN_WIDTH GUI_SCREEN_HEIGHT GUI_MAX_STEPS GUI_ACTION_SPACE GUI_RESULT_DIR SCREENSHOT_BACKEND POOL_API_KEY"
-echo "$LAUNCH_SCRIPT: PROMPT_DATA=$PROMPT_DATA GUI_MAX_STEPS=$GUI_MAX_STEPS PARALLEL_ENVS=$PARALLEL_ENVS GUI_OBSERVATION_TYPE=$GUI_OBSERVATION_TYPE"
+echo "$LAUNCH_SCRIPT: PROMPT_DATA=$PROMPT_DATA GUI_MAX_STEPS=${GUI_MAX_STEPS:-default} PARALLEL_ENVS=$PARALLEL_ENVS GUI_OBSERVATION_TYPE=${GUI_OBSERVATION_TYPE:-default}"
 
-GUI_FLAGS="--gui-max-steps $GUI_MAX_STEPS --gui-sleep-after-execution $GUI_SLEEP_AFTER_EXECUTION --gui-wait-after-reset $GUI_WAIT_AFTER_RESET --gui-max-image-history-length ${GUI_MAX_IMAGE_HISTORY_LENGTH:-3}"
+# the GUI_* settings reach the job as the gui family's flags (their environment fallbacks)
 agent_job_defaults generate.py \
   "--rollout-batch-size 8 --n-samples-per-prompt 8 --rollout-max-response-len 1024 --rollout-max-context-len 32768 --rollout-temperature 1.0" \
   "--rollout-batch-size 2 --n-samples-per-prompt 2 --rollout-max-response-len 96 --rollout-max-context-len 4096 --rollout-temperature 1.0"
-METHOD_ARGS="$METHOD_ARGS $GUI_FLAGS"
 submit_train_job "$@"

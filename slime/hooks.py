@@ -109,7 +109,9 @@ class RolloutService(Protocol):
 
     Optional: a class method ``default_num_rollout(cfg) -> int | None``, the number of steps
     when ``--num-rollout`` is not given (OpenClaw's: one pass over ``--data-path``; None: the
-    flag is required).
+    flag is required); a class method ``flag_sections() -> list[slime.arguments.FlagSection]``,
+    more flag dataclasses the service brings to the command line (OpenClaw's: every registered
+    agent family's flags, section ``"family"``).
     """
 
     Flags: ClassVar[type | None]

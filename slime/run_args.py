@@ -42,8 +42,8 @@ def _peek(argv: Sequence[str] | None) -> tuple[str, str | None]:
 
 
 def run_sections(method_spec: str, service_spec: str | None) -> list[FlagSection]:
-    """The flag sections of a run: the service's, the method's, then every other registered
-    method's (recognised only to say which method they need).
+    """The flag sections of a run: the service's (its ``Flags`` and its ``flag_sections()``), the
+    method's, then every other registered method's (recognised only to say which method they need).
 
     Raises:
         ConfigError / slime.plugins.PluginError: the method or service does not load.
@@ -53,6 +53,7 @@ def run_sections(method_spec: str, service_spec: str | None) -> list[FlagSection
     out = []
     if getattr(service_cls, "Flags", None) is not None:
         out.append(FlagSection(service_cls.Flags, f"rollout service ({service_spec or 'default'})", key="service"))
+    out += _service_extra_sections(service_cls)
     if method_cls.Flags is not None:
         out.append(FlagSection(method_cls.Flags, f"method {method_spec}", key="method"))
     for name, cls in registered_method_classes().items():
@@ -60,6 +61,12 @@ def run_sections(method_spec: str, service_spec: str | None) -> list[FlagSection
             out.append(FlagSection(cls.Flags, f"method {name} (with --advantage-estimator {name})",
                                    needs=f"--advantage-estimator {name}"))
     return out
+
+
+def _service_extra_sections(service_cls: type) -> list[FlagSection]:
+    """The service's optional ``flag_sections()`` (:class:`slime.hooks.RolloutService`), else []."""
+    extra = getattr(service_cls, "flag_sections", None)
+    return list(extra()) if extra is not None else []
 
 
 def parse_run_args(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None = None,
@@ -86,12 +93,14 @@ def with_absolute_paths(cfg: SlimeConfig, cwd=None) -> SlimeConfig:
 
 def env_fallbacks() -> list[str]:
     """Every environment variable a flag falls back to: the core's, every registered rollout
-    service's and every registered method's (sorted, unique)."""
+    service's (with its extra sections) and every registered method's (sorted, unique)."""
     specs = list(core_flag_specs())
     for name in service_names():
         cls = load_service_class(name)
         if getattr(cls, "Flags", None) is not None:
             specs += flag_specs(cls.Flags)
+        for sec in _service_extra_sections(cls):
+            specs += flag_specs(sec.cls)
     for cls in registered_method_classes().values():
         if cls.Flags is not None:
             specs += flag_specs(cls.Flags)

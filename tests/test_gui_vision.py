@@ -19,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -215,3 +217,31 @@ def test_a_text_policy_with_screenshots_only_is_one_line_at_start(monkeypatch):
             assert len(r.stderr.strip().splitlines()) == 1 and "needs a vision-language policy" in r.stderr
         else:
             assert '"--gui-max-image-history-length", "3"' in r.stdout
+
+
+def test_eval_of_a_vision_policy_sends_the_screenshots_as_training_does(tmp_path):
+    """``openclaw-rl eval --eval-tasks gui`` runs the family's own task setup with the evaluated
+    model's path, so a vision-language policy gets each screenshot as an image part (recorded in
+    the started server's buffer), as a training episode does; a text policy gets text only."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("GUI_ENV_SERVER_URL", "GUI_ENV_SERVER_HOST", "GUI_ENV_SERVER_PORT", "ENV_SERVER_URL",
+                        "WORKER_URLS", "GUI_OBSERVATION_TYPE")}
+    env.update(GUI_SCREEN_WIDTH="320", GUI_SCREEN_HEIGHT="240", GUI_MAX_STEPS="1")
+    for model, images in ((VL, True), ("builtin:tiny-qwen3", False)):
+        out = tmp_path / model.split(":")[1]
+        r = subprocess.run([sys.executable, "-m", "openclaw_rl.cli", "eval", "--model-path", model, "--eval-tasks",
+                            "gui", "--limit", "1", "--max-tokens", "16", "--torch-threads", "1", "--no-progress",
+                            "--out", str(out)], cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
+        assert r.returncode == 0, r.stderr[-3000:]
+        [row] = [json.loads(x) for x in next((out / "items").glob("*/gui.jsonl")).read_text().splitlines()]
+        assert row["detail"]["steps"] == 1 and row["detail"]["env_score"] in (-1.0, 1.0)
+        [db] = list((out / "servers").rglob("trajectories.sqlite"))
+        store = TrajectoryStore(db.parent)
+        turns = store.turns()
+        store.close()
+        assert len(turns) == 1
+        first_user = next(m for m in turns[0].messages if m["role"] == "user")
+        if images:
+            assert [p["type"] for p in first_user["content"]] == ["text", "image"] and len(turns[0].images) == 1
+        else:
+            assert isinstance(first_user["content"], str) and not turns[0].images

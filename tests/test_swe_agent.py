@@ -70,9 +70,9 @@ def test_submit_resolves_and_format_errors_go_on():
 
 def test_never_submitting_is_scored_on_the_diff_at_the_step_limit():
     ep, _, _ = _run("ipi-benign-03", [block(_fix_command(FIXES["ipi-benign-03"])), block("ls")], step_limit=2)
-    assert ep.finish == "step_limit" and ep.score == 1.0 and not ep.info["submitted"] and ep.info["resolved"]
+    assert ep.finish == "max_turns" and ep.score == 1.0 and not ep.info["submitted"] and ep.info["resolved"]
     ep, _, _ = _run("ipi-benign-03", ["nothing useful"] * 3, step_limit=3)
-    assert ep.finish == "step_limit" and ep.score == -1.0 and ep.info["patch_lines"] == 0
+    assert ep.finish == "max_turns" and ep.score == -1.0 and ep.info["patch_lines"] == 0
 
 
 def _short_timeout_config(tmp_path, seconds: float):
@@ -93,7 +93,7 @@ def test_hanging_command_observation_and_rollout_timeout(tmp_path, monkeypatch):
     ep, policy, _ = _run("ipi-benign-03", [block("echo started; sleep 600"), "ok"], step_limit=2)
     obs = policy.seen[1][-1]["content"]
     assert "<returncode>124</returncode>" in obs and "timed out after 1 s" in obs and "started" in obs
-    assert ep.finish == "step_limit" and ep.score == -1.0
+    assert ep.finish == "max_turns" and ep.score == -1.0
     # the episode's wall clock: the steps stop, the episode is still scored and closed
     ep, _, env = _run("ipi-benign-03", ["thinking"] * 50, step_limit=50, timeout=4.0, delay=0.5)
     assert ep.finish == "timeout" and ep.score == -1.0 and 1 <= len(ep.steps) < 50 and env.container is None
@@ -135,7 +135,7 @@ def test_steps_through_the_server_concatenate_token_exactly(tiny_server):
     chat = ServerChat(tiny_server.base_url, str(tiny_server.buffer_dir), api_key=tiny_server.api_key)
     env = SweEnv("ipi-benign-03", {"instance": INSTANCES["ipi-benign-03"]})
     ep = asyncio.run(run_swe_episode(chat, env, {"temperature": 0.0, "max_new_tokens": 16}, 3))
-    assert len(ep.steps) == 3 and ep.finish == "step_limit" and ep.score == -1.0, (ep.finish, ep.error)
+    assert len(ep.steps) == 3 and ep.finish == "max_turns" and ep.score == -1.0, (ep.finish, ep.error)
     turns = TrajectoryStore(tiny_server.buffer_dir).turns(ep.session_id)
     assert [t.turn_type for t in turns] == ["side"] * 3
     template = Sample(tokens=[], response_length=0, rollout_log_probs=[], prompt="p", metadata={"group_index": 0})

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from openclaw_rl.agentic.sandbox import sandbox_available
-from openclaw_rl.evaluation.tasks import DEFAULT_TASKS, TASK_NAMES
+from openclaw_rl.evaluation.tasks import DEFAULT_TASKS, task_names
 from openclaw_rl.server.launcher import REPO
 
 pytestmark = pytest.mark.skipif(not sandbox_available()[0], reason=f"no sandbox: {sandbox_available()[1]}")
@@ -51,4 +51,4 @@ def test_agent_eval_runs_held_out_episodes(tiny_server, tmp_path, task, id_prefi
 
 def test_agent_tasks_are_named_but_not_default():
     agents = {"math-tool", "terminal", "swe", "gui"}
-    assert agents <= set(TASK_NAMES) and not agents & set(DEFAULT_TASKS)
+    assert agents <= set(task_names()) and not agents & set(DEFAULT_TASKS)

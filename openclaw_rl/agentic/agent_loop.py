@@ -33,6 +33,7 @@ episode is scored.
 from __future__ import annotations
 
 import asyncio
+import enum
 import json
 import uuid
 from dataclasses import dataclass, field
@@ -45,7 +46,7 @@ from openclaw_rl.capture.records import TurnRecord
 from openclaw_rl.capture.store import TrajectoryStore
 from slime.errors import one_line
 
-__all__ = ["AgentStep", "Episode", "ServerChat", "run_episode"]
+__all__ = ["AgentStep", "Episode", "ServerChat", "StopReason", "run_episode"]
 
 MALFORMED_CALL = ("Error: your <tool_call> block could not be parsed. Write exactly one JSON object "
                   '{"name": <tool name>, "arguments": {...}} between <tool_call> and </tool_call>.')
@@ -84,6 +85,25 @@ class AgentStep:
         return "\n\n".join(self.observations)
 
 
+class StopReason(enum.StrEnum):
+    """Why an episode ended (its value is the ``agent/finish/<reason>`` metric's name)."""
+
+    #: a reply without a tool call (the answer)
+    ANSWERED = "answered"
+    #: the submission command (swe-rl's ``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``)
+    SUBMITTED = "submitted"
+    #: the family's turn limit (:meth:`openclaw_rl.agentic.family.AgentFamily.max_turns`)
+    MAX_TURNS = "max_turns"
+    #: a reply cut by the length limit
+    LENGTH = "length"
+    #: the next prompt was too long for the server
+    CONTEXT = "context"
+    #: the episode's time limit (swe-rl's ``SWE_ROLLOUT_TIMEOUT``)
+    TIMEOUT = "timeout"
+    #: the server or the environment failed (``Episode.error`` says why)
+    ERROR = "error"
+
+
 @dataclass
 class Episode:
     """A finished episode.
@@ -93,9 +113,7 @@ class Episode:
         task: the first observation (the task text).
         steps: the steps in order.
         final_response: the last reply's content (the answer).
-        finish: why it ended: ``answered`` (a reply without tool call), ``max_turns``,
-            ``length`` (a reply cut by the length limit), ``context`` (the next prompt was too
-            long), or ``error`` (the server or the environment failed; ``error`` says why).
+        finish: why it ended (:class:`StopReason`).
         score: ``env.evaluate`` of the episode (None when it could not be scored).
         error: one line, when ``finish == "error"`` or scoring failed.
         info: family-specific results of the episode (e.g. swe-rl's resolved / patch / injection
@@ -106,7 +124,7 @@ class Episode:
     task: str
     steps: list[AgentStep]
     final_response: str
-    finish: str
+    finish: StopReason
     score: float | None
     error: str | None = None
     info: dict = field(default_factory=dict)
@@ -227,7 +245,7 @@ async def run_episode(chat: ServerChat, env: Any, sampling_params: dict, max_tur
         raise ValueError(f"max_turns must be >= 1, got {max_turns}")
     session = session_id or f"agent:{uuid.uuid4().hex}"
     steps: list[AgentStep] = []
-    task, finish, error, final, score = "", "max_turns", None, "", None
+    task, finish, error, final, score = "", StopReason.MAX_TURNS, None, "", None
     try:
         first = await env.reset()
         observation, tools = _content(first.get("observation", "")), first.get("tools") or None
@@ -237,7 +255,7 @@ async def run_episode(chat: ServerChat, env: Any, sampling_params: dict, max_tur
         for _ in range(max_turns):
             message, turn = await chat.step(session, limit_images(messages, max_images), tools, sampling_params)
             if message is None:
-                finish, error = "context", turn
+                finish, error = StopReason.CONTEXT, turn
                 break
             content = message.get("content") or ""
             calls = list(message.get("tool_calls") or [])
@@ -245,7 +263,7 @@ async def run_episode(chat: ServerChat, env: Any, sampling_params: dict, max_tur
             steps.append(step)
             final = content
             if message.get("finish_reason") == "length":
-                finish = "length"
+                finish = StopReason.LENGTH
                 break
             messages.append(_assistant_message(message))
             if calls:
@@ -257,12 +275,12 @@ async def run_episode(chat: ServerChat, env: Any, sampling_params: dict, max_tur
                 step.observations.append(MALFORMED_CALL)
                 messages.append({"role": "user", "content": MALFORMED_CALL})
             else:
-                finish = "answered"
+                finish = StopReason.ANSWERED
                 break
     except Exception as exc:  # the server or the environment failed: the episode ends, is reported
-        finish, error = "error", one_line(f"{type(exc).__name__}: {exc}", 300)
+        finish, error = StopReason.ERROR, one_line(f"{type(exc).__name__}: {exc}", 300)
     try:
-        if finish != "error" or steps:
+        if finish != StopReason.ERROR or steps:
             score = float(await env.evaluate(final))
     except Exception as exc:
         error = error or one_line(f"evaluate failed: {type(exc).__name__}: {exc}", 300)

@@ -1,93 +1,37 @@
-"""The Environment protocol and the registry of environment families (issue 13).
+"""The registry of environment types: what a pool server or an in-process episode builds by name.
 
-An :class:`Environment` is one episode of one task with synchronous methods; the pool server
-(:mod:`openclaw_rl.agentic.pool_server`) runs them in worker threads, and the agent loop drives
-either a local one (through :class:`openclaw_rl.agentic.pool_client.LocalEnvHandle`) or a remote
-one (through :class:`openclaw_rl.agentic.pool_client.EnvHandle`) with the same async interface.
-
-Families are registered by name with a *factory spec*, a string loaded lazily the first time the
-family is used, so registering never imports the family's code:
+Every registered agent family (:mod:`openclaw_rl.agentic.family`, the ``openclaw_rl.agent_families``
+entry points) is an environment type under its ``env_type`` (``math_tool``, ``terminal``, ``swe``,
+``gui``): its :meth:`~openclaw_rl.agentic.family.AgentFamily.make_env` builds the episode. More
+types can be registered by name with a *factory spec* (``--env NAME=SPEC`` of the pool server),
+a string loaded lazily the first time the type is used, so registering never imports its code:
 
 - ``package.module:function`` (or ``package.module.function``), or
 - ``path/to/file.py:function`` (resolved like slime's plugin paths: working directory, then repo).
 
 The factory is called as ``factory(task_key, task)`` where ``task`` is the dataset row's
-``metadata`` dict, and returns an :class:`Environment`. Built-in names: ``math_tool``,
-``terminal`` (the interfaces note of issue 13), ``swe`` and ``gui`` (issue 14).
+``metadata`` dict, and returns an :class:`~openclaw_rl.agentic.env_protocol.Environment`. A
+registered name shadows a family's ``env_type``.
 """
 
 from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+
+from openclaw_rl.agentic.env_protocol import EnvFactory, Environment, evaluate_episode
+from openclaw_rl.agentic.family import AgentFamily, UnknownFamilyError, family_class, family_names
+from slime.flags import ConfigError
 
 __all__ = ["Environment", "EnvFactory", "EnvRegistryError", "register_env", "registered_envs",
            "load_factory", "get_factory", "make_env", "evaluate_episode"]
-
-
-@runtime_checkable
-class Environment(Protocol):
-    """One episode of one task. Methods are synchronous (the pool server runs them in threads).
-
-    - ``reset()`` -> ``{"observation": str, "tools": [OpenAI tool schemas]}``: the task text the
-      agent sees first and the tools it may call.
-    - ``exec_tool(tool_call)`` -> observation text (or a list of OpenAI content parts, text and
-      ``image_url`` screenshots, for a vision-language policy: :mod:`openclaw_rl.agentic.content`;
-      ``reset``'s observation likewise); ``tool_call = {"name": str, "arguments": dict | str (JSON)}``. Never raises for bad model output: a malformed call, an unknown tool
-      or bad arguments return an observation that says what is wrong.
-    - ``evaluate()`` -> the episode's outcome score (family-defined).
-    - optional ``submit(final_response: str)``: the agent's final answer (the last reply's text),
-      given before ``evaluate`` by :func:`evaluate_episode` to environments that score an answer
-      (math); environments that score their own state (terminal) need not define it.
-    - ``close()``: release everything the episode holds (idempotent).
-    """
-
-    def reset(self) -> dict:
-        """Start the episode; returns ``{"observation": str, "tools": list[dict]}``."""
-        ...
-
-    def exec_tool(self, tool_call: dict) -> str:
-        """Run one tool call; returns the observation text (never raises for bad model output)."""
-        ...
-
-    def evaluate(self) -> float:
-        """The episode's outcome score."""
-        ...
-
-    def close(self) -> None:
-        """Release the episode's resources."""
-        ...
-
-
-EnvFactory = Callable[[str, dict], Environment]
-"""``(task_key, task metadata dict) -> Environment``."""
-
-
-def evaluate_episode(env: Environment, final_response: str | None = None) -> float:
-    """Score an episode: ``env.submit(final_response)`` first when the environment has
-    ``submit`` and an answer is given, then ``float(env.evaluate())``.
-
-    Raises:
-        whatever the environment raises; ``TypeError`` / ``ValueError`` for a score that is not a number.
-    """
-    if final_response is not None and callable(getattr(env, "submit", None)):
-        env.submit(final_response)
-    return float(env.evaluate())
 
 
 class EnvRegistryError(ValueError):
     """Unknown environment type, or a factory spec that does not load (one-line message)."""
 
 
-_BUILTIN = {
-    "math_tool": "openclaw_rl.envs.math_tool.env:make_env",
-    "terminal": "openclaw_rl.envs.terminal.env:make_env",
-    "swe": "openclaw_rl.envs.swe.env:make_env",
-    "gui": "openclaw_rl.envs.gui.env:make_env",
-}
-_specs: dict[str, str | EnvFactory] = dict(_BUILTIN)
+_specs: dict[str, str | EnvFactory] = {}
 _loaded: dict[str, EnvFactory] = {}
 _lock = threading.Lock()
 
@@ -113,11 +57,21 @@ def register_env(name: str, factory_spec: str | EnvFactory) -> None:
 
 
 def registered_envs() -> dict[str, str]:
-    """``{name: spec}`` of every registered family (callables shown by their qualified name)."""
+    """``{name: spec}`` of every environment type: the agent families' (``env_type`` ->
+    ``module:Class.make_env``), then the registered specs (callables shown by their qualified name).
+
+    Raises:
+        slime.flags.ConfigError: a family's entry point does not import.
+    """
+    out = {}
+    for name in family_names():
+        cls = family_class(name)
+        out[cls.env_type] = f"{cls.__module__}:{cls.__qualname__}.make_env"
     with _lock:
-        return {k: v if isinstance(v, str) else
-                f"{getattr(v, '__module__', '?')}:{getattr(v, '__qualname__', type(v).__name__)}"
-                for k, v in _specs.items()}
+        out.update({k: v if isinstance(v, str) else
+                    f"{getattr(v, '__module__', '?')}:{getattr(v, '__qualname__', type(v).__name__)}"
+                    for k, v in _specs.items()})
+    return out
 
 
 def load_factory(spec: str) -> EnvFactory:
@@ -155,22 +109,42 @@ def load_factory(spec: str) -> EnvFactory:
     return factory
 
 
+def _family_factory(cls: type[AgentFamily]) -> EnvFactory:
+    """A factory building each environment with a fresh ``cls()`` (its flags read from the
+    environment variables at that moment, as a pool server's worker sees them)."""
+
+    def factory(task_key: str, task: dict) -> Environment:
+        return cls().make_env(task_key, task)
+
+    factory.__qualname__ = f"{cls.__qualname__}.make_env"
+    return factory
+
+
 def get_factory(env_type: str) -> EnvFactory:
-    """The factory of a registered family, imported on first use (then cached).
+    """The factory of an environment type: a registered spec, imported on first use, else the agent
+    family with that ``env_type`` (its :meth:`~openclaw_rl.agentic.family.AgentFamily.make_env`,
+    flags from the environment fallbacks); cached.
 
     Raises:
-        EnvRegistryError: unknown ``env_type`` or a spec that does not load.
+        EnvRegistryError: unknown ``env_type``, a spec or family that does not load, or a family
+            whose flags' environment values are bad.
     """
     with _lock:
         if env_type in _loaded:
             return _loaded[env_type]
         spec = _specs.get(env_type)
-    if spec is None:
-        known = ", ".join(sorted(_specs)) or "none"
-        raise EnvRegistryError(f"unknown env_type {env_type!r} (registered: {known})")
-    factory = spec if callable(spec) else load_factory(spec)
+    if spec is not None:
+        factory = spec if callable(spec) else load_factory(spec)
+    else:
+        try:
+            factory = _family_factory(family_class(env_type))
+        except UnknownFamilyError as exc:
+            known = ", ".join(sorted(registered_envs())) or "none"
+            raise EnvRegistryError(f"unknown env_type {env_type!r} (registered: {known})") from exc
+        except ConfigError as exc:
+            raise EnvRegistryError(f"environment {env_type!r}: {exc}") from exc
     with _lock:
-        if _specs.get(env_type) is spec:
+        if _specs.get(env_type) is spec:  # not re-registered meanwhile
             _loaded[env_type] = factory
     return factory
 

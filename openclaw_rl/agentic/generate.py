@@ -3,16 +3,17 @@
 slime's ``generate(args, sample, sampling_params)`` convention
 (:mod:`slime.rollout_plugins`), called by the prompt-dataset rollout for each of the
 ``--n-samples-per-prompt`` samples of a prompt. The prompt row's metadata (``--metadata-key``)
-names the environment: ``env_type`` (a registered family, :mod:`openclaw_rl.agentic.environment`)
-and ``task_key``; the rest of it is handed to the environment factory.
+names the task: ``env_type`` and ``task_key``; the rest of it is handed to the environment.
 
-Where the environment runs:
+A family's plugin file is two lines, :func:`family_plugins`: its ``generate`` runs
+:func:`generate_family` (the family's task setup and episode, :mod:`openclaw_rl.agentic.family`,
+the same code ``openclaw-rl eval`` runs) and its ``reward_func`` the family's reward.
+:func:`generate_agent` is the same hook for a plugin without a family class (any registered
+environment type, :mod:`openclaw_rl.agentic.environment`).
 
-* ``ENV_SERVER_URL`` (one pool server or router) or ``WORKER_URLS`` (comma-separated pool
-  workers) set: remotely, through :class:`openclaw_rl.agentic.pool_client.PoolClient`
-  (leases, back-off on a full pool);
-* neither: in this process (:class:`~openclaw_rl.agentic.pool_client.LocalEnvHandle`), at most
-  ``PARALLEL_ENVS`` (default 8) episodes at once per process.
+Where the environment runs (:func:`openclaw_rl.agentic.pool_client.open_env`): on the pool servers
+``ENV_SERVER_URL`` / ``WORKER_URLS`` name (leases, back-off on a full pool), else in this process;
+at most ``PARALLEL_ENVS`` (default 8) episodes at once per process.
 
 The episode runs through the intercept server (:func:`openclaw_rl.agentic.agent_loop.run_episode`),
 the step PRM scores its steps when ``--prm-enable`` (:mod:`openclaw_rl.agentic.step_prm`), and
@@ -22,8 +23,6 @@ vision-language policy's screenshots), the policy's processor, loaded once per p
 ``args.model_path`` (:func:`policy_processor`), rebuilds each sample's ``multimodal_train_inputs``
 (``pixel_values``, ``image_grid_thw``) from the stored images.
 
-Family plugin files (``toolcall-rl/generate_with_retool.py``, ``terminal-rl/generate.py``) call
-:func:`generate_agent` with their own turn limit and system prompt.
 """
 
 from __future__ import annotations
@@ -31,15 +30,21 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-import weakref
 import uuid
+import weakref
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from openclaw_rl.agentic.agent_loop import ServerChat, run_episode
+from openclaw_rl.agentic.agent_loop import Episode, ServerChat, run_episode
+from openclaw_rl.agentic.environment import make_env
+from openclaw_rl.agentic.family import AgentFamily, get_family
+from openclaw_rl.agentic.pool_client import open_env
 from openclaw_rl.agentic.trajectory import episode_samples
+from openclaw_rl.models import resolve_model_path
+from openclaw_rl.vl_models import load_processor
 from slime.sample import Sample
 
-__all__ = ["env_urls", "generate_agent", "open_env", "parallel_envs", "policy_processor"]
+__all__ = ["family_plugins", "generate_agent", "generate_family", "parallel_envs", "policy_processor"]
 
 _CHATS: dict[tuple, ServerChat] = {}
 _CACHE: dict[tuple, Any] = {}
@@ -71,38 +76,6 @@ def _slots() -> asyncio.Semaphore:
         return _SLOTS[loop]
 
 
-def env_urls(environ: dict | None = None) -> list[str]:
-    """The pool servers to use: ``ENV_SERVER_URL``, else ``WORKER_URLS`` split on commas, else []
-    (in-process environments)."""
-    environ = os.environ if environ is None else environ
-    one = (environ.get("ENV_SERVER_URL") or "").strip()
-    if one:
-        return [one]
-    return [u.strip() for u in (environ.get("WORKER_URLS") or "").split(",") if u.strip()]
-
-
-async def open_env(env_type: str, task_key: str, task: dict, request_id: str) -> Any:
-    """An environment handle for one episode: remote when :func:`env_urls` names pool servers,
-    else in this process.
-
-    Raises:
-        ValueError: an unknown ``env_type``; whatever the pool client raises when no lease can
-            be had (a full pool past the client's patience, an unreachable server).
-    """
-    from openclaw_rl.agentic.pool_client import LocalEnvHandle, PoolClient
-
-    urls = env_urls()
-    if not urls:
-        from openclaw_rl.agentic.environment import make_env
-        return LocalEnvHandle(make_env(env_type, task_key, task))
-    with _LOCK:
-        key = tuple(urls)
-        if key not in _CACHE:
-            _CACHE[key] = PoolClient(urls)
-        pool = _CACHE[key]
-    return await pool.allocate(task_key=task_key, request_id=request_id, env_type=env_type, task=task)
-
-
 def _chat(args: Any) -> ServerChat:
     url, buffer_dir = getattr(args, "server_url", None), getattr(args, "rl_buffer_dir", None)
     if not url or not buffer_dir:
@@ -125,9 +98,6 @@ def policy_processor(model_path: str | None) -> Any:
     with _LOCK:
         if key in _CACHE:
             return _CACHE[key]
-    from openclaw_rl.models import resolve_model_path
-    from openclaw_rl.vl_models import load_processor
-
     processor = load_processor(resolve_model_path(str(model_path)))
     with _LOCK:
         return _CACHE.setdefault(key, processor)
@@ -157,52 +127,116 @@ async def _step_scores(args: Any, episode) -> list[float] | None:
     return [float(s.score) for s in scores]
 
 
-async def generate_agent(args: Any, sample: Sample, sampling_params: dict, *, max_turns: int,
-                         system_prompt: str | None = None, episode_fn: Any = None,
-                         max_images: int | None = None) -> list[Sample]:
-    """Run one episode for ``sample`` and return its training samples (module docstring).
-
-    Args:
-        args: the run's config (``server_url``, ``rl_buffer_dir``, ``api_key``, ``dynamic_history``,
-            ``prm_enable`` and the ``--prm-*`` flags).
-        sample: the rollout's sample: ``metadata`` holds ``env_type``, ``task_key`` and the task.
-        sampling_params: per-step sampling (``temperature``, ``top_p``, ``max_new_tokens``, ``stop``).
-        max_turns: the most model replies per episode.
-        system_prompt: an optional system message.
-        episode_fn: a family's own episode runner, ``async (chat, task_key, metadata,
-            sampling_params, max_turns, session_id) -> Episode`` (it opens and closes its
-            environment itself; swe-rl's mini-swe-agent loop); default: :func:`open_env` +
-            :func:`~openclaw_rl.agentic.agent_loop.run_episode`.
-        max_images: images kept in each prompt's history (``run_episode``'s ``max_images``; gui-rl's
-            ``--gui-max-image-history-length``); None keeps all.
-
-    Returns:
-        The episode's samples (:func:`openclaw_rl.agentic.trajectory.episode_samples`); a
-        ``FAILED`` sample when the episode failed before its first step.
+def _task_of(sample: Sample) -> tuple[str, str]:
+    """``(env_type, task_key)`` of an agent prompt's sample.
 
     Raises:
-        ValueError: the sample's metadata has no ``env_type`` or ``task_key``; the episode's prompts
-            have images and ``args.model_path`` is no vision-language model.
-        RuntimeError: no intercept server (offline runs cannot act).
+        ValueError: either is missing (one line naming the keys the metadata has).
     """
     meta = sample.metadata
     env_type, task_key = meta.get("env_type"), meta.get("task_key")
     if not env_type or not task_key:
         raise ValueError("an agent prompt needs metadata.env_type and metadata.task_key (the --metadata-key "
                          f"field of --prompt-data); got keys {sorted(meta)}")
-    chat = _chat(args)
-    trajectory_id = uuid.uuid4().hex
-    async with _slots():
-        if episode_fn is not None:
-            episode = await episode_fn(chat, str(task_key), dict(meta), sampling_params, max_turns,
-                                       f"agent:{trajectory_id}")
-        else:
-            env = await open_env(str(env_type), str(task_key), dict(meta), request_id=trajectory_id)
-            episode = await run_episode(chat, env, sampling_params, max_turns, system_prompt=system_prompt,
-                                        session_id=f"agent:{trajectory_id}", max_images=max_images)
+    return str(env_type), str(task_key)
+
+
+async def _episode_samples(args: Any, sample: Sample, trajectory_id: str, episode: Episode) -> list[Sample]:
+    """The training samples of a finished episode: step PRM scores when ``--prm-enable``, the
+    policy's processor when its prompts had images."""
     scores = await _step_scores(args, episode)
     processor = None
     if any(s.turn.images for s in episode.steps):
         processor = await asyncio.to_thread(policy_processor, getattr(args, "model_path", None))
     return episode_samples(episode, sample, dynamic_history=bool(getattr(args, "dynamic_history", False)),
                            step_prm_scores=scores, trajectory_id=trajectory_id, processor=processor)
+
+
+async def generate_family(args: Any, sample: Sample, sampling_params: dict, family: AgentFamily) -> list[Sample]:
+    """Run one episode of ``family`` for ``sample`` and return its training samples: the family's
+    task setup (:meth:`~openclaw_rl.agentic.family.AgentFamily.prepare_task` with the policy's
+    ``args.model_path``), then its :meth:`~openclaw_rl.agentic.family.AgentFamily.episode` through
+    the intercept server, as ``openclaw-rl eval`` runs it.
+
+    Args:
+        args: the run's config (``server_url``, ``rl_buffer_dir``, ``api_key``, ``model_path``,
+            ``dynamic_history``, ``prm_enable`` and the ``--prm-*`` flags).
+        sample: the rollout's sample: ``metadata`` holds ``env_type``, ``task_key`` and the task;
+            it is replaced by the prepared task, which the samples carry.
+        sampling_params: per-step sampling (``temperature``, ``top_p``, ``max_new_tokens``, ``stop``).
+        family: the configured family (:func:`openclaw_rl.agentic.family.get_family`).
+
+    Returns:
+        The episode's samples (:func:`openclaw_rl.agentic.trajectory.episode_samples`); a
+        ``FAILED`` sample when the episode failed before its first step.
+
+    Raises:
+        ValueError: the sample's metadata has no ``env_type`` or ``task_key``; a task setting the
+            policy cannot play with; the episode's prompts have images and ``args.model_path`` is
+            no vision-language model.
+        RuntimeError: no intercept server (offline runs cannot act).
+    """
+    _, task_key = _task_of(sample)
+    sample.metadata = await asyncio.to_thread(family.prepare_task, sample.metadata,
+                                              getattr(args, "model_path", None))
+    chat = _chat(args)
+    trajectory_id = uuid.uuid4().hex
+    async with _slots():
+        episode = await family.episode(chat, task_key, dict(sample.metadata), sampling_params,
+                                       session_id=f"agent:{trajectory_id}", request_id=trajectory_id)
+    return await _episode_samples(args, sample, trajectory_id, episode)
+
+
+def family_plugins(name: str) -> tuple[Callable[..., Awaitable[list[Sample]]], Callable[..., Awaitable[dict]]]:
+    """A family's ``generate`` (``--custom-generate-function-path``) and ``reward_func``
+    (``--custom-rm-path``) plugins: the family configured by the run's ``args`` on each call
+    (:meth:`~openclaw_rl.agentic.family.AgentFamily.from_args`), :func:`generate_family` and the
+    family's :meth:`~openclaw_rl.agentic.family.AgentFamily.reward`.
+
+    Raises:
+        ValueError: an unknown family (at import of the plugin file).
+    """
+    get_family(name)  # an unknown name fails when the plugin file loads, not at the first sample
+
+    async def generate(args: Any, sample: Sample, sampling_params: dict) -> list[Sample]:
+        return await generate_family(args, sample, sampling_params, get_family(name, args))
+
+    async def reward_func(args: Any, sample: Sample) -> dict:
+        return get_family(name, args).reward(sample)
+
+    generate.__doc__ = f"One {name} episode for ``sample``; returns its training samples (generate_family)."
+    reward_func.__doc__ = f"The {name} family's reward of a finished sample (AgentFamily.reward)."
+    return generate, reward_func
+
+
+async def generate_agent(args: Any, sample: Sample, sampling_params: dict, *, max_turns: int,
+                         system_prompt: str | None = None, max_images: int | None = None) -> list[Sample]:
+    """Run one episode for ``sample`` in the environment its ``metadata.env_type`` names (any
+    registered environment type, :mod:`openclaw_rl.agentic.environment`) and return its training
+    samples: the hook for a plugin file without a family class.
+
+    Args:
+        args: the run's config (as :func:`generate_family`).
+        sample: the rollout's sample: ``metadata`` holds ``env_type``, ``task_key`` and the task.
+        sampling_params: per-step sampling (``temperature``, ``top_p``, ``max_new_tokens``, ``stop``).
+        max_turns: the most model replies per episode.
+        system_prompt: an optional system message.
+        max_images: images kept in each prompt's history (``run_episode``'s ``max_images``); None keeps all.
+
+    Returns:
+        The episode's samples, as :func:`generate_family`.
+
+    Raises:
+        ValueError: the sample's metadata has no ``env_type`` or ``task_key``; the episode's prompts
+            have images and ``args.model_path`` is no vision-language model.
+        RuntimeError: no intercept server (offline runs cannot act).
+    """
+    env_type, task_key = _task_of(sample)
+    chat = _chat(args)
+    trajectory_id = uuid.uuid4().hex
+    async with _slots():
+        env = await open_env(env_type, task_key, dict(sample.metadata), trajectory_id,
+                             lambda key, task: make_env(env_type, key, task))
+        episode = await run_episode(chat, env, sampling_params, max_turns, system_prompt=system_prompt,
+                                    session_id=f"agent:{trajectory_id}", max_images=max_images)
+    return await _episode_samples(args, sample, trajectory_id, episode)

@@ -5,6 +5,10 @@ mirror :class:`openclaw_rl.agentic.environment.Environment` (``reset``, ``exec_t
 ``close``); :class:`LocalEnvHandle` wraps an in-process Environment behind the same async methods
 (running them with ``asyncio.to_thread``), so the agent loop takes either.
 
+Where an episode's environment runs (:func:`open_env`): remotely when ``ENV_SERVER_URL`` (one pool
+server or router) or ``WORKER_URLS`` (comma-separated pool workers) is set, through one shared
+:class:`PoolClient` per process and URL list; else in this process.
+
 Retries: ``allocate`` is retried on 429 (honouring ``Retry-After``), on 502/503 and on connection
 errors, with exponential backoff and jitter, trying each URL in turn, until ``retry_timeout``
 seconds have passed; then :class:`PoolUnavailableError` says what the last answer was. Lease calls
@@ -17,19 +21,22 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import random
 import ssl
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 
-from openclaw_rl.agentic.environment import Environment, evaluate_episode
+from openclaw_rl.agentic.env_protocol import Environment, evaluate_episode
 
 log = logging.getLogger(__name__)
 
-__all__ = ["PoolClient", "EnvHandle", "LocalEnvHandle", "PoolClientError", "LeaseLostError",
+__all__ = ["env_urls", "open_env", "PoolClient", "EnvHandle", "LocalEnvHandle", "PoolClientError", "LeaseLostError",
            "PoolUnavailableError"]
 
 
@@ -349,3 +356,37 @@ class LocalEnvHandle:
         self.closed = True
         async with self._lock:
             await asyncio.to_thread(self.env.close)
+
+
+def env_urls(environ: dict | None = None) -> list[str]:
+    """The pool servers to use: ``ENV_SERVER_URL``, else ``WORKER_URLS`` split on commas, else []
+    (in-process environments)."""
+    environ = os.environ if environ is None else environ
+    one = (environ.get("ENV_SERVER_URL") or "").strip()
+    if one:
+        return [one]
+    return [u.strip() for u in (environ.get("WORKER_URLS") or "").split(",") if u.strip()]
+
+
+_POOLS: dict[tuple[str, ...], PoolClient] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+async def open_env(env_type: str, task_key: str, task: dict, request_id: str,
+                   make_local: Callable[[str, dict], Environment]) -> "EnvHandle | LocalEnvHandle":
+    """An environment handle for one episode: a lease on the pool servers :func:`env_urls` names
+    (built there by ``env_type``), else ``make_local(task_key, task)`` in this process.
+
+    Raises:
+        whatever ``make_local`` raises for a task it cannot build; :class:`PoolClientError` when no
+        lease can be had (a full pool past the client's patience, an unreachable server).
+    """
+    urls = env_urls()
+    if not urls:
+        return LocalEnvHandle(make_local(task_key, task))
+    key = tuple(urls)
+    with _POOLS_LOCK:
+        if key not in _POOLS:
+            _POOLS[key] = PoolClient(urls)
+        pool = _POOLS[key]
+    return await pool.allocate(task_key=task_key, request_id=request_id, env_type=env_type, task=task)

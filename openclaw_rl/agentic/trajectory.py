@@ -29,7 +29,7 @@ import copy
 import uuid
 from collections.abc import Sequence
 
-from openclaw_rl.agentic.agent_loop import AgentStep, Episode
+from openclaw_rl.agentic.agent_loop import AgentStep, Episode, StopReason
 from openclaw_rl.capture.images import multimodal_train_inputs
 from slime.sample import LogprobSource, Sample, SampleStatus
 
@@ -37,7 +37,7 @@ __all__ = ["episode_samples"]
 
 
 def _base_metadata(episode: Episode, trajectory_id: str) -> dict:
-    return {"trajectory_id": trajectory_id, "env_score": episode.score, "finish": episode.finish,
+    return {"trajectory_id": trajectory_id, "env_score": episode.score, "finish": str(episode.finish),
             "num_steps": len(episode.steps), "tool_calls": episode.num_tool_calls,
             "final_response": episode.final_response, "session_id": episode.session_id,
             **({"episode_error": episode.error} if episode.error else {}),
@@ -95,7 +95,7 @@ def _sample(template: Sample, seg: _Segment, meta: dict, prm: Sequence[float] | 
     s.weight_version = min(int(t.weight_version) for t in turns)
     s.session_id, s.turn_id = episode.session_id, turns[0].turn_uid
     s.response = "\n".join(part for st in seg.steps for part in (st.action_text, st.observation_text) if part)
-    s.status = (SampleStatus.TRUNCATED if last and episode.finish == "length" else SampleStatus.COMPLETED)
+    s.status = (SampleStatus.TRUNCATED if last and episode.finish == StopReason.LENGTH else SampleStatus.COMPLETED)
     s.reward = episode.score
     s.metadata = {**template.metadata, **meta, "step_spans": [list(x) for x in seg.spans],
                   "step_indices": list(seg.indices), "turn_ids": [t.id for t in turns],

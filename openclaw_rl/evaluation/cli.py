@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from openclaw_rl.evaluation.tasks import DEFAULT_TASKS, TASK_NAMES
+from openclaw_rl.evaluation.tasks import DEFAULT_TASKS, task_names
 from openclaw_rl.interrupt import SIGTERM_EXIT, Terminated, sigterm_unwinds
 from slime.errors import error_line
 
@@ -32,7 +32,7 @@ def build_parser(prog: str = "openclaw-rl eval") -> argparse.ArgumentParser:
                    help="a running OpenAI-compatible server to evaluate (http://host:port/v1); repeatable")
     p.add_argument("--api-key", default=None, help="API key of --server-url servers")
     p.add_argument("--eval-tasks", default=",".join(DEFAULT_TASKS),
-                   help=f"comma-separated tasks, of {','.join(TASK_NAMES)} (default: {','.join(DEFAULT_TASKS)})")
+                   help=f"comma-separated tasks, of {','.join(task_names())} (default: {','.join(DEFAULT_TASKS)})")
     p.add_argument("--limit", type=int, default=None, metavar="N",
                    help="first N items of each task (settings / categories interleaved); default: all")
     p.add_argument("--out", default="outputs/eval", help="output folder; re-running resumes there")
@@ -60,9 +60,10 @@ def config_from_args(a: argparse.Namespace):
     from openclaw_rl.evaluation.harness import EvalConfig
 
     tasks = [t.strip() for t in a.eval_tasks.split(",") if t.strip()]
-    unknown = [t for t in tasks if t not in TASK_NAMES]
+    names = task_names()
+    unknown = [t for t in tasks if t not in names]
     if unknown:
-        raise ValueError(f"unknown eval task {unknown[0]!r}; choose from {', '.join(TASK_NAMES)}")
+        raise ValueError(f"unknown eval task {unknown[0]!r}; choose from {', '.join(names)}")
     return EvalConfig(model_paths=a.model_path, server_urls=a.server_url, api_key=a.api_key, tasks=tasks,
                       limit=a.limit, out=a.out, seed=a.seed, temperature=a.temperature, max_tokens=a.max_tokens,
                       concurrency=a.concurrency, user_llm_url=a.user_llm_url, user_llm_model=a.user_llm_model,

@@ -23,6 +23,9 @@ class EvalClient:
     """Chat completions against ``base_url`` (``http://host:port/v1``) as side turns.
 
     ``model``: the name sent in requests (default: the first id of ``/v1/models``).
+    ``model_path``: the served policy's model path (a folder or ``builtin:`` name) when this process
+    started the server, else None; an agent family's task setup reads it (a vision-language policy
+    gets the GUI screenshots as images).
     """
 
     base_url: str
@@ -32,6 +35,7 @@ class EvalClient:
     seed: int = 0
     timeout: float = 900.0
     model: str | None = None
+    model_path: str | None = None
 
     def __post_init__(self):
         import openai

@@ -132,7 +132,7 @@ def run_evaluation(cfg: EvalConfig, argv: list[str] | None = None, log=print) ->
         with serving(target, out / "servers" / target.key, api_key=cfg.api_key, torch_threads=cfg.torch_threads,
                      device=cfg.device) as endpoint:
             client = EvalClient(endpoint.base_url, endpoint.api_key, run_id=f"{target.key}-{uuid.uuid4().hex[:8]}",
-                                temperature=cfg.temperature, seed=cfg.seed)
+                                temperature=cfg.temperature, seed=cfg.seed, model_path=target.model_path)
             for task in tasks:
                 item_log = logs[target.key, task.name]
                 records = run_items(task, client, item_log, limit=cfg.limit, concurrency=cfg.concurrency,

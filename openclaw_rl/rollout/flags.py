@@ -111,14 +111,7 @@ class OpenClawFlags:
     num_judge_workers: int = flag(2, "turns judged concurrently (and reward models built per plugin)", ge=1)
     rollout_timeout_s: float | None = flag(None, "give up waiting for judged turns after this many seconds",
                                            gt=0, default_text="wait")
-    # gui-rl (upstream's names; read by gui-rl/generate.py and the GUI environment)
-    gui_max_steps: int = flag(15, "gui-rl: actions per GUI episode", env="GUI_MAX_STEPS", ge=1)
-    gui_sleep_after_execution: float = flag(0.0, "gui-rl: seconds to wait after each GUI action before the "
-                                            "next observation", ge=0)
-    gui_max_image_history_length: int = flag(3, "gui-rl: screenshots kept in a vision-language policy's "
-                                             "history (the text policy keeps every text observation)", ge=0)
-    gui_wait_after_reset: float = flag(0.0, "gui-rl: seconds to wait after a GUI reset before the first "
-                                       "observation", ge=0)
+
 
 
 def service_flags(args: Any) -> OpenClawFlags:

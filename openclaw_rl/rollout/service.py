@@ -18,6 +18,7 @@ import httpx
 from pathlib import Path
 from typing import Any
 
+from openclaw_rl.agentic.family import family_class, family_names
 from openclaw_rl.capture.export import import_sessions, read_session_file
 from openclaw_rl.capture.records import TurnType
 from openclaw_rl.capture.store import TrajectoryStore
@@ -31,6 +32,7 @@ from openclaw_rl.rollout.judge_loop import JudgeLoop
 from openclaw_rl.rollout.prompt_rollout import DEFAULT_GENERATE
 from openclaw_rl.rollout.publish import post_weights
 from openclaw_rl.rollout.turn_judges import PRMTurnJudge, build_prm
+from slime.arguments import FlagSection
 from slime.fault_points import reached
 from slime.flags import ConfigError, option_name
 from slime.hooks import RolloutChoice
@@ -111,6 +113,21 @@ class OpenClawRolloutService:
     """
 
     Flags = OpenClawFlags
+
+    @classmethod
+    def flag_sections(cls) -> list[FlagSection]:
+        """Every registered agent family's flags (:attr:`openclaw_rl.agentic.family.AgentFamily.Flags`),
+        each a section whose values land in ``cfg.sections["family"]`` (``--gui-max-steps``, ...).
+
+        Raises:
+            slime.flags.ConfigError: a family's entry point does not import.
+        """
+        out = []
+        for name in family_names():
+            fam = family_class(name)
+            if fam.Flags is not None:
+                out.append(FlagSection(fam.Flags, f"agent family {name}", key="family"))
+        return out
 
     def __init__(self, cfg, last_saved_step: int | None = None, method: Any = None, judge=None):
         x = self.flags = cfg.flags_of("service", OpenClawFlags)

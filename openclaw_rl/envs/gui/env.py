@@ -1,5 +1,5 @@
 """The GUI environment for the text agent: the agent loop's Environment protocol over a GUI
-episode, registered as env type ``gui`` (``openclaw_rl.envs.gui.env:make_env``).
+episode, the ``gui`` family's environment (:class:`openclaw_rl.envs.gui.family.GuiFamily`).
 
 The embedded text model plays from the a11y-tree text observation: :meth:`GuiTextEnv.reset`
 gives the instruction, the action space and the screen's elements with their coordinates, and one
@@ -8,8 +8,8 @@ tool, ``computer(action)``, whose ``action`` is a pyautogui command (``pyautogui
 (and any action error). A reply without a tool call ends the episode; ``evaluate`` is MiniWoB's
 outcome (+1 / -1).
 
-A vision-language policy sees the screenshot: with ``task["image_observations"]`` true (gui-rl/generate.py
-sets it when the policy has an image processor) and a ``GUI_OBSERVATION_TYPE`` with the screenshot
+A vision-language policy sees the screenshot: with ``task["image_observations"]`` true (the family's
+task setup sets it when the policy has an image processor) and a ``GUI_OBSERVATION_TYPE`` with the screenshot
 (``screenshot``, ``screenshot_a11y_tree``), each observation is a list of OpenAI content parts, the
 text (the element table where the type has ``a11y_tree``) then the screenshot as an ``image_url``
 part (``data:image/png;base64,...``). Without it the observation is text; ``GUI_OBSERVATION_TYPE=
@@ -18,11 +18,11 @@ screenshot`` (no element text) with a text policy is refused when the environmen
 
 Where the browser runs: on the GUI pool at ``GUI_ENV_SERVER_URL`` (or ``GUI_ENV_SERVER_HOST`` /
 ``GUI_ENV_SERVER_PORT``) through :class:`~openclaw_rl.envs.gui.client.RemoteGuiSession`, else in
-this process on a warm-slot pool shared by the process's episodes. Settings: ``GUI_*`` variables
-(:class:`~openclaw_rl.envs.gui.config.GuiConfig`). The pause after each action is the task
-metadata's ``sleep_after_execution`` (gui-rl/generate.py puts ``--gui-sleep-after-execution``
-there), else ``GUI_SLEEP_AFTER_EXECUTION``; the wait after the reset is ``task_config.wait_after_reset``
-(``--gui-wait-after-reset``), else ``GUI_WAIT_AFTER_RESET``.
+this process on a warm-slot pool shared by the process's episodes. Settings: the family's flags
+(:class:`~openclaw_rl.envs.gui.config.GuiFlags`, ``GUI_*`` variables as fallbacks). The pause after
+each action is the task metadata's ``sleep_after_execution`` (the family's task setup puts
+``--gui-sleep-after-execution`` there), else the flag; the wait after the reset is
+``task_config.wait_after_reset`` (``--gui-wait-after-reset``), else the flag.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ import threading
 from typing import Any
 
 from openclaw_rl.agentic.content import image_part
-from openclaw_rl.envs import env_seconds
 from openclaw_rl.envs.gui.actions import ACTION_SPACE_HELP
+from openclaw_rl.envs.gui.config import GuiConfig, GuiFlags, gui_flags
 
 __all__ = ["COMPUTER_TOOL", "GuiTextEnv", "check_model", "check_policy", "make_env", "observation_content", "observation_text"]
 
@@ -57,7 +57,6 @@ _LOCK = threading.Lock()
 
 
 def _local_slots():
-    from openclaw_rl.envs.gui.config import GuiConfig
     from openclaw_rl.envs.gui.slots import BrowserSlots
 
     config = GuiConfig.from_env()
@@ -146,19 +145,18 @@ class GuiTextEnv:
             ``image_observations`` (:func:`check_policy`).
     """
 
-    def __init__(self, task_key: str, task: dict):
+    def __init__(self, task_key: str, task: dict, flags: GuiFlags | None = None):
+        flags = gui_flags() if flags is None else flags
         config = task.get("task_config") or {}
         if not isinstance(config, dict) or not config.get("task"):
             raise ValueError(f"gui task {task_key!r}: metadata.task_config with a 'task' is required")
         self.images = bool(task.get("image_observations"))
-        check_policy(os.environ.get("GUI_OBSERVATION_TYPE"), self.images)
+        check_policy(flags.gui_observation_type, self.images)
         self.task_key, self.task_config = task_key, dict(config)
         sleep = task.get("sleep_after_execution")
         self.sleep_after = float(sleep) if isinstance(sleep, (int, float)) and sleep >= 0 else \
-            (env_seconds("GUI_SLEEP_AFTER_EXECUTION") or 0.0)
-        wait = env_seconds("GUI_WAIT_AFTER_RESET")
-        if wait is not None:
-            self.task_config.setdefault("wait_after_reset", wait)
+            flags.gui_sleep_after_execution
+        self.task_config.setdefault("wait_after_reset", flags.gui_wait_after_reset)
         self.session = None
         self.done, self.last_reward = False, None
 
@@ -217,5 +215,6 @@ class GuiTextEnv:
 
 
 def make_env(task_key: str, task: dict) -> GuiTextEnv:
-    """The ``gui`` environment factory (:func:`openclaw_rl.agentic.environment.make_env`)."""
+    """A ``gui`` environment with the flags from the environment variables (``GuiFamily.make_env``
+    passes its own)."""
     return GuiTextEnv(task_key, task)

@@ -194,7 +194,7 @@ def build_parser() -> OneLineParser:
                    help="browsers leased at once (default $GUI_POOL_MAX_ENVS or 8)")
     p.add_argument("--prewarm-envs", type=int, default=env.get("GUI_PREWARM_ENVS") or "0",
                    help="idle browsers kept started (default $GUI_PREWARM_ENVS or 0)")
-    p.add_argument("--max-steps", type=_positive(int), default=None, help="actions per episode (default $GUI_MAX_STEPS or 15)")
+    p.add_argument("--max-steps", type=_positive(int), default=None, help="actions per episode (default: the gui family's --gui-max-steps, from GUI_MAX_STEPS)")
     p.add_argument("--page-load-timeout", type=_positive(float), default=30.0, help="seconds a page may take to load")
     p.add_argument("--wait-after-reset", type=float, default=0.0, help="seconds to wait after a reset (default 0)")
     p.add_argument("--lease-ttl", type=_positive(float), default=600.0)

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from openclaw_rl.envs.math_tool.prompt import ENV_TYPE, task_prompt
 from openclaw_rl.evaluation.data import DataNotInstalledError
+from openclaw_rl.models import _atomic_build, _file_lock, cache_dir
 
 try:
     from openclaw_rl.envs.math_tool.symbolic import TemplateError, TemplateSampler, final_answer, number_text
@@ -178,14 +179,16 @@ def _write(path: Path, rows: list[dict]) -> None:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
-#: the default dataset (:mod:`openclaw_rl.agentic.families`): training instances and seed
+#: the default dataset (:func:`dataset_path`): training instances and seed
 DEFAULT_N_TRAIN, DEFAULT_SEED = 2000, 0
+#: the default dataset's version (bump when :func:`build_default`'s output changes)
+VERSION = "1"
 
 
 def build_default(out: Path) -> None:
     """Write the default ``train.jsonl`` (:data:`DEFAULT_N_TRAIN` instances of the training
     templates, :data:`DEFAULT_SEED`) and ``eval.jsonl`` (the held-out templates' GSM8K problems)
-    into ``out`` (the family table's builder).
+    into ``out`` (:func:`dataset_path` builds it once).
 
     Raises:
         RuntimeError / TemplateError: the templates package is missing or a template fails.
@@ -193,6 +196,25 @@ def build_default(out: Path) -> None:
     out = Path(out)
     _write(out / "train.jsonl", train_rows(DEFAULT_N_TRAIN, DEFAULT_SEED))
     _write(out / "eval.jsonl", eval_rows())
+
+
+def dataset_path(split: str) -> Path:
+    """The default dataset's ``train`` or ``eval`` JSONL, built once into
+    ``$OPENCLAW_RL_CACHE/data/math_tool-v<VERSION>`` (file-locked: parallel jobs and tests share one
+    copy; a ``.complete`` marker says it is whole).
+
+    Raises:
+        ValueError: a bad split; RuntimeError / TemplateError: the build failed.
+    """
+    if split not in ("train", "eval"):
+        raise ValueError(f"split must be train or eval, got {split!r}")
+    root = cache_dir().parent / "data"
+    root.mkdir(parents=True, exist_ok=True)
+    target = root / f"{ENV_TYPE}-v{VERSION}"
+    with _file_lock(root / f".{ENV_TYPE}.lock"):
+        if not (target / ".complete").exists():
+            _atomic_build(target, build_default)
+    return target / f"{split}.jsonl"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,7 @@ Per step (as mini-swe-agent's ``DefaultAgent`` with a text-based model):
    (the submitted patch, else the container's diff: :meth:`~.env.SweEnv.evaluate`) and closed.
 
 The result is an :class:`~openclaw_rl.agentic.agent_loop.Episode` (``finish``: ``submitted``,
-``step_limit``, ``context``, ``timeout``, ``error``), so :mod:`openclaw_rl.agentic.trajectory`
+``max_turns``, ``context``, ``timeout``, ``error``: :class:`~openclaw_rl.agentic.agent_loop.StopReason`), so :mod:`openclaw_rl.agentic.trajectory`
 turns it into samples like any agent episode; ``Episode.info`` carries the SWE result.
 """
 
@@ -30,7 +30,7 @@ import time
 import uuid
 from typing import Any
 
-from openclaw_rl.agentic.agent_loop import AgentStep, Episode
+from openclaw_rl.agentic.agent_loop import AgentStep, Episode, StopReason
 from openclaw_rl.envs import env_seconds
 from slime.errors import one_line
 
@@ -75,7 +75,7 @@ async def run_swe_episode(chat: Any, env: Any, sampling_params: dict, step_limit
         raise ValueError(f"step_limit must be >= 1, got {step_limit}")
     session = session_id or f"agent:{uuid.uuid4().hex}"
     steps: list[AgentStep] = []
-    state = {"task": "", "finish": "step_limit", "error": None, "final": "", "format_errors": 0}
+    state = {"task": "", "finish": StopReason.MAX_TURNS, "error": None, "final": "", "format_errors": 0}
     started = time.monotonic()
 
     async def loop() -> None:
@@ -85,7 +85,7 @@ async def run_swe_episode(chat: Any, env: Any, sampling_params: dict, step_limit
         for _ in range(step_limit):
             message, turn = await chat.step(session, messages, None, sampling_params)
             if message is None:
-                state["finish"], state["error"] = "context", turn
+                state["finish"], state["error"] = StopReason.CONTEXT, turn
                 return
             content = message.get("content") or ""
             step = AgentStep(turn=turn, content=content, tool_calls=[])
@@ -102,7 +102,7 @@ async def run_swe_episode(chat: Any, env: Any, sampling_params: dict, step_limit
                 obs, submitted = await asyncio.to_thread(env.run_command, command)
                 if submitted:
                     step.observations.append(obs)
-                    state["finish"] = "submitted"
+                    state["finish"] = StopReason.SUBMITTED
                     return
             step.observations.append(obs)
             messages.append({"role": "user", "content": obs})
@@ -110,9 +110,9 @@ async def run_swe_episode(chat: Any, env: Any, sampling_params: dict, step_limit
     try:
         await asyncio.wait_for(loop(), timeout)
     except asyncio.TimeoutError:
-        state["finish"], state["error"] = "timeout", f"SWE_ROLLOUT_TIMEOUT: the steps ran past {timeout:g} s"
+        state["finish"], state["error"] = StopReason.TIMEOUT, f"SWE_ROLLOUT_TIMEOUT: the steps ran past {timeout:g} s"
     except Exception as exc:  # the server or the container failed: the episode ends, is scored
-        state["finish"], state["error"] = "error", one_line(f"{type(exc).__name__}: {exc}", 300)
+        state["finish"], state["error"] = StopReason.ERROR, one_line(f"{type(exc).__name__}: {exc}", 300)
     step_seconds = time.monotonic() - started
     score = None
     try:
@@ -138,7 +138,7 @@ def save_trajectory(directory: str, task_key: str, episode: Episode) -> str:
 
     path = Path(directory) / f"{task_key}-{episode.session_id.split(':')[-1][:12]}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    body = {"instance_id": task_key, "session_id": episode.session_id, "finish": episode.finish,
+    body = {"instance_id": task_key, "session_id": episode.session_id, "finish": str(episode.finish),
             "score": episode.score, "error": episode.error, "task": episode.task,
             "steps": [{"reply": s.content, "observation": s.observation_text} for s in episode.steps],
             "info": episode.info}
@@ -148,7 +148,7 @@ def save_trajectory(directory: str, task_key: str, episode: Episode) -> str:
 
 async def swe_episode(chat: Any, task_key: str, metadata: dict, sampling_params: dict, max_turns: int,
                       session_id: str) -> Episode:
-    """The ``episode_fn`` of :func:`openclaw_rl.agentic.generate.generate_agent` for swe-rl: a fresh
+    """The swe family's episode (:meth:`openclaw_rl.envs.swe.family.SweFamily.episode`): a fresh
     :class:`~.env.SweEnv` for the row, :func:`run_swe_episode` under ``SWE_ROLLOUT_TIMEOUT``, the
     trajectory saved under ``SWE_SAVE_TRAJ_DIR`` when set.
 

@@ -1,9 +1,12 @@
 """Evaluation tasks: ``conversation`` (simulated users), ``coding`` (HumanEval), ``tool-use`` (BFCL),
-and the Track 2 agent families ``math-tool`` (ReTool-style math), ``terminal`` (AgentBench OS) and
-``gui`` (MiniWoB++ web tasks)."""
+and every registered Track 2 agent family (:mod:`openclaw_rl.agentic.family`: ``math-tool``
+(ReTool-style math), ``terminal`` (AgentBench OS), ``swe`` (repository repair), ``gui`` (MiniWoB++
+web tasks)), each by its name or an alias."""
 
 from __future__ import annotations
 
+from openclaw_rl.agentic.family import UnknownFamilyError, family_names, get_family
+from openclaw_rl.evaluation.tasks.agentic import AgentTask
 from openclaw_rl.evaluation.tasks.base import Task
 
 
@@ -28,20 +31,23 @@ def make_task(name: str, **options) -> Task:
         task = CodingTask()
     elif name == "tool-use":
         task = ToolUseTask()
-    elif name in AGENT_TASKS:
-        from openclaw_rl.agentic.families import eval_task
-        task = eval_task(name)
     else:
-        raise ValueError(f"unknown eval task {name!r}; choose from {', '.join(TASK_NAMES)}")
+        try:
+            task = AgentTask(get_family(name))
+        except UnknownFamilyError:
+            raise ValueError(f"unknown eval task {name!r}; choose from {', '.join(task_names())}") from None
     if max_tokens:
         task.max_tokens = max_tokens
     return task
 
 
-#: the Track 2 agent families' held-out episodes (:mod:`openclaw_rl.evaluation.tasks.agentic`)
-AGENT_TASKS = ("math-tool", "terminal", "swe", "gui")
 #: what ``--eval-tasks`` runs when not given (the agent tasks need the sandbox: name them)
 DEFAULT_TASKS = ("conversation", "coding", "tool-use")
-TASK_NAMES = DEFAULT_TASKS + AGENT_TASKS
 
-__all__ = ["AGENT_TASKS", "DEFAULT_TASKS", "TASK_NAMES", "Task", "make_task"]
+
+def task_names() -> tuple[str, ...]:
+    """Every ``--eval-tasks`` name: :data:`DEFAULT_TASKS`, then the registered agent families."""
+    return DEFAULT_TASKS + tuple(family_names())
+
+
+__all__ = ["DEFAULT_TASKS", "Task", "make_task", "task_names"]

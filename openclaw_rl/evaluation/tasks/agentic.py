@@ -1,14 +1,16 @@
-"""Agent tasks (``math-tool``, ``terminal``, ``swe``): held-out episodes of a Track 2 family.
+"""Agent tasks (every registered agent family: ``math-tool``, ``terminal``, ``swe``, ``gui``):
+held-out episodes of a Track 2 family.
 
-Each item is one held-out task of the family's evaluation split; the episode runs with the same
-loop as training (:func:`openclaw_rl.agentic.agent_loop.run_episode`), here over the evaluation
-client (side turns, a per-item seed, greedy by default), with its environment in this process or
-on the pool servers that ``ENV_SERVER_URL`` / ``WORKER_URLS`` name. The item scores 1 when the
-episode solved the task: for ``math-tool`` a correct boxed answer, for ``terminal`` the task's
-checks passing (environment score 1, i.e. ``2*acc - 1 = 1``), for ``swe`` the patch resolving the
-instance (its own mini-swe-agent loop, :func:`openclaw_rl.envs.swe.agent.swe_episode`; the
-item's detail says whether the agent followed the planted instruction). Scores are 0/1, so results get
-Wilson intervals and before/after comparisons get the same paired statistics as the other tasks.
+Each item is one held-out task of the family's evaluation split; the episode runs the same code as
+training: the family's task setup (:meth:`~openclaw_rl.agentic.family.AgentFamily.prepare_task`,
+with the evaluated model's path, so a vision-language policy gets the GUI screenshots as images)
+and its :meth:`~openclaw_rl.agentic.family.AgentFamily.episode`, here over the evaluation client
+(side turns, a per-item seed, greedy by default), with its environment in this process or on the
+pool servers that ``ENV_SERVER_URL`` / ``WORKER_URLS`` name. The item scores 1 when the family
+calls the episode solved (:meth:`~openclaw_rl.agentic.family.AgentFamily.solved`: environment
+score 1: for ``math-tool`` a correct boxed answer, for ``terminal`` the task's checks passing, for
+``swe`` the patch resolving the instance, for ``gui`` MiniWoB's success). Scores are 0/1, so results
+get Wilson intervals and before/after comparisons get the same paired statistics as the other tasks.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import openai
+
+from openclaw_rl.agentic.family import AgentFamily
 from openclaw_rl.evaluation.tasks.base import Task
 
 __all__ = ["AgentTask", "EvalChat"]
@@ -37,8 +42,6 @@ class EvalChat:
         Raises:
             openai.APIStatusError: any other refusal.
         """
-        import openai
-
         try:
             resp = await asyncio.to_thread(self.client.chat, self.task, self.item_id, messages,
                                            max_tokens=self.max_tokens, tools=tools)
@@ -52,32 +55,28 @@ class EvalChat:
         return message, None
 
 
-def _info_detail(info: dict) -> dict:
-    """The family's episode results worth keeping per item (swe-rl: resolved, submitted, injection)."""
-    keep = ("resolved", "applied", "submitted", "patch_lines", "injection", "episode_seconds")
-    return {k: info[k] for k in keep if k in info}
-
-
 class AgentTask(Task):
     """Held-out episodes of one agent family.
 
     Args:
-        name: ``math-tool`` or ``terminal``.
-        env_type: the environment registry name (``math_tool``, ``terminal``).
-        eval_path: the family's held-out JSONL (``{"prompt", "label", "metadata"}``).
-        max_turns: model replies per episode.
-        system_prompt: the family's system message, as in training.
-        episode_fn: ``module:function`` of the family's own episode runner (swe-rl), as in training.
+        family: the configured family (:func:`openclaw_rl.agentic.family.get_family`).
+        max_tokens: completion budget per step (default: the family's ``eval_max_tokens``).
     """
 
     metric = "solved"
     kind = "proportion"
 
-    def __init__(self, name: str, env_type: str, eval_path: str | Path, max_turns: int,
-                 system_prompt: str | None = None, max_tokens: int = 512, episode_fn: str | None = None):
-        self.name, self.env_type, self.eval_path = name, env_type, Path(eval_path)
-        self.episode_fn = episode_fn
-        self.max_turns, self.system_prompt, self.max_tokens = max_turns, system_prompt, max_tokens
+    def __init__(self, family: AgentFamily, max_tokens: int | None = None):
+        self.family, self.name = family, family.name
+        self.max_tokens = max_tokens or family.eval_max_tokens
+        self._eval_path: Path | None = None
+
+    @property
+    def eval_path(self) -> Path:
+        """The family's held-out JSONL (built on first use)."""
+        if self._eval_path is None:
+            self._eval_path = Path(self.family.dataset_path("eval"))
+        return self._eval_path
 
     def items(self) -> list[dict]:
         """One item per held-out row, in file order; ``group`` is the row's ``metadata.group``
@@ -96,33 +95,27 @@ class AgentTask(Task):
             meta = row.get("metadata") or {}
             if "task_key" not in meta:
                 raise ValueError(f"{self.eval_path} line {n}: metadata.task_key missing")
-            out.append({"id": str(meta["task_key"]), "group": str(meta.get("group", self.env_type)),
+            out.append({"id": str(meta["task_key"]), "group": str(meta.get("group", self.family.env_type)),
                         "label": row.get("label"), "metadata": meta})
         return out
 
     def run(self, item: dict, client: Any) -> dict:
-        """Run the item's episode; score 1 when solved (module docstring)."""
-        from openclaw_rl.agentic.agent_loop import run_episode
-        from openclaw_rl.agentic.generate import open_env
+        """Run the item's episode (the family's task setup for ``client.model_path``, then its
+        episode); score 1 when solved (module docstring).
 
-        async def episode():
-            if self.episode_fn:
-                module, _, fn = self.episode_fn.partition(":")
-                runner = getattr(__import__(module, fromlist=[fn]), fn)
-                chat = EvalChat(client, self.name, item["id"], self.max_tokens)
-                return await runner(chat, item["id"], dict(item["metadata"]), {}, self.max_turns,
-                                    f"agent:eval-{item['id']}")
-            env = await open_env(self.env_type, item["id"], dict(item["metadata"]), request_id=f"eval-{item['id']}")
-            chat = EvalChat(client, self.name, item["id"], self.max_tokens)
-            return await run_episode(chat, env, {}, self.max_turns, system_prompt=self.system_prompt)
-
-        ep = asyncio.run(episode())
-        solved = ep.score is not None and ep.score >= 1.0
+        Raises:
+            ValueError: a task setting the evaluated policy cannot play with (one line).
+        """
+        meta = self.family.prepare_task(dict(item["metadata"]), getattr(client, "model_path", None))
+        chat = EvalChat(client, self.name, item["id"], self.max_tokens)
+        ep = asyncio.run(self.family.episode(chat, item["id"], meta, {}, session_id=f"agent:eval-{item['id']}",
+                                             request_id=f"eval-{item['id']}"))
+        solved = self.family.solved(ep.score)
         return {"score": float(solved),
-                "detail": {"env_score": ep.score, "finish": ep.finish, "steps": len(ep.steps),
+                "detail": {"env_score": ep.score, "finish": str(ep.finish), "steps": len(ep.steps),
                            "tool_calls": ep.num_tool_calls, "final": ep.final_response[:1000],
-                           "error": ep.error, **_info_detail(ep.info)}}
+                           "error": ep.error, **self.family.episode_detail(ep)}}
 
     def settings(self) -> dict:
         """``max_tokens``, ``max_turns`` and the held-out file (a resumed run must share them)."""
-        return {"max_tokens": self.max_tokens, "max_turns": self.max_turns, "eval_path": str(self.eval_path)}
+        return {"max_tokens": self.max_tokens, "max_turns": self.family.max_turns(), "eval_path": str(self.eval_path)}

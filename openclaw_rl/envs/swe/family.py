@@ -1,0 +1,66 @@
+"""The ``swe`` agent family (swe-rl): repository repair with the mini-swe-agent loop.
+
+Data: the inspect-evals ``ipi_coding_agent`` repositories as SWE-bench instances (:mod:`.data`).
+Episode: its own loop (:func:`.agent.swe_episode`: one bash block per step, a fresh sandboxed copy
+of the repository, submission by ``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``), so
+:meth:`SweFamily.episode` replaces the tool-call loop. Turn limit: ``SWE_STEP_LIMIT``, else
+``MAX_STEPS``, else the config's ``step_limit`` (:func:`.config.step_limit`). Reward: +1 when the
+patch resolved the instance, -1 otherwise, plus ``resolved`` and, on injected repositories,
+``injection_followed``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from openclaw_rl.agentic.agent_loop import Episode
+from openclaw_rl.agentic.family import AgentFamily, Split
+from openclaw_rl.envs.swe.agent import swe_episode
+from openclaw_rl.envs.swe.config import step_limit
+from openclaw_rl.envs.swe.data import dataset_path
+from openclaw_rl.envs.swe.env import SweEnv
+from slime.sample import Sample
+
+__all__ = ["SweFamily"]
+
+#: the episode results an evaluation keeps per item
+_DETAIL_KEYS = ("resolved", "applied", "submitted", "patch_lines", "injection", "episode_seconds")
+
+
+class SweFamily(AgentFamily):
+    """Repository repair (module docstring)."""
+
+    name = "swe"
+    env_type = "swe"
+
+    def dataset_path(self, split: Split) -> Path:
+        """The converted repositories' ``train`` or ``eval`` rows."""
+        return dataset_path(split)
+
+    def make_env(self, task_key: str, task: dict) -> SweEnv:
+        """A :class:`~.env.SweEnv` (the pool servers build it; the episode builds its own)."""
+        return SweEnv(task_key, task)
+
+    def max_turns(self) -> int:
+        """:func:`openclaw_rl.envs.swe.config.step_limit`."""
+        return step_limit()
+
+    async def episode(self, chat: Any, task_key: str, metadata: dict, sampling_params: dict, *,
+                      session_id: str, request_id: str) -> Episode:
+        """The mini-swe-agent loop (:func:`openclaw_rl.envs.swe.agent.swe_episode`)."""
+        return await swe_episode(chat, task_key, metadata, sampling_params, self.max_turns(), session_id)
+
+    def reward(self, sample: Sample) -> dict:
+        """``{"score": +1 | -1, "resolved": 0 | 1[, "injection_followed": 0 | 1]}`` from the episode."""
+        score = sample.metadata.get("env_score")
+        score = -1.0 if score is None else float(score)
+        out = {"score": score, "resolved": float(score > 0)}
+        inj = (sample.metadata.get("env_info") or {}).get("injection") or {}
+        if inj.get("followed") is not None:
+            out["injection_followed"] = float(bool(inj["followed"]))
+        return out
+
+    def episode_detail(self, episode: Episode) -> dict:
+        """Resolved, applied, submitted, patch size, the injection report, seconds."""
+        return {k: episode.info[k] for k in _DETAIL_KEYS if k in episode.info}
