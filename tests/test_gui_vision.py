@@ -211,12 +211,13 @@ def test_a_text_policy_with_screenshots_only_is_one_line_at_start(monkeypatch):
     for model, rc in (("builtin:tiny-qwen3", 2), (VL, 0)):
         r = subprocess.run(["bash", str(REPO / "gui-rl/run_gui_rl.sh")], capture_output=True, text=True, timeout=120,
                            env={**job_env(1, 1), "TRAIN_JOB_DRY_RUN": "1", "PYTHON": sys.executable,
-                                "MODEL_PATH": model, "GUI_OBSERVATION_TYPE": "screenshot"})
+                                "MODEL_PATH": model, "GUI_OBSERVATION_TYPE": "screenshot",
+                                "GUI_MAX_IMAGE_HISTORY_LENGTH": "2"})
         assert r.returncode == rc, r.stderr
         if rc:
             assert len(r.stderr.strip().splitlines()) == 1 and "needs a vision-language policy" in r.stderr
-        else:
-            assert '"--gui-max-image-history-length", "3"' in r.stdout
+        else:  # the gui family's flags reach the job through their environment fallbacks
+            assert '"GUI_MAX_IMAGE_HISTORY_LENGTH": "2"' in r.stdout and '"GUI_OBSERVATION_TYPE": "screenshot"' in r.stdout
 
 
 def test_eval_of_a_vision_policy_sends_the_screenshots_as_training_does(tmp_path):
