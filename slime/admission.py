@@ -104,7 +104,7 @@ def turn_name(sample: Sample, index: int) -> str:
 
 def fit_context(sample: Sample, max_len: int) -> Sample | None:
     """``sample`` cut to ``max_len`` tokens (a copy; every per-response-token field is cut the
-    same way), itself when it fits, or None when its prompt leaves no room for a response token.
+    same way, and an agent step-sample's step spans with them), itself when it fits, or None when its prompt leaves no room for a response token.
 
     Raises:
         ValueError: ``max_len < 2``.
@@ -124,6 +124,8 @@ def fit_context(sample: Sample, max_len: int) -> Sample | None:
         if data[name] is not None:
             data[name] = data[name][:keep]
     data["metadata"] = {**data["metadata"], "context_cut_from": len(sample.tokens)}
+    if sample.trajectory is not None:
+        data["trajectory"] = sample.trajectory.cut(keep)
     return Sample.from_dict(data)
 
 

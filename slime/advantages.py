@@ -102,7 +102,7 @@ def grpo(samples: Sequence[Sample], group_size: int, *, normalize_std: bool = Tr
 def grpo_trajectories(samples: Sequence[Sample], *, normalize_std: bool = True, eps: float = 1e-6) -> list[Sample]:
     """GRPO under ``--dynamic-history``: one outcome per trajectory, normalised within its group.
 
-    Each step-sample carries ``metadata["group_index"]`` and ``metadata["trajectory_id"]``; the
+    Each step-sample carries a :class:`~slime.sample.Trajectory` with an id and a group index; the
     trajectory's outcome is its (shared) ``reward``. Within a group the trajectories' outcomes
     (each counted once, however many step-samples it has) become ``(r - mean) / (std + eps)``
     with the unbiased std as :func:`grpo_advantages` (a group of one trajectory: 0), and that value
@@ -121,10 +121,10 @@ def grpo_trajectories(samples: Sequence[Sample], *, normalize_std: bool = True, 
     groups: dict = {}
     keys = []
     for i, s in enumerate(samples):
-        md = s.metadata or {}
-        if "group_index" not in md or "trajectory_id" not in md:
-            raise ValueError(f"--dynamic-history: sample {i} has no metadata group_index / trajectory_id")
-        key = (md["group_index"], md["trajectory_id"])
+        traj = s.trajectory
+        if traj is None or traj.group_index is None:
+            raise ValueError(f"--dynamic-history: sample {i} has no trajectory with a group index (Sample.trajectory)")
+        key = (traj.group_index, traj.id)
         keys.append(key)
         if s.status == SampleStatus.FAILED:
             continue

@@ -25,16 +25,16 @@ class PluginFailureError(RuntimeError):
     """Too many samples of one step failed in a plugin; the run stops (one-line message)."""
 
 
-def mark_failed(sample: Sample, stage: str, exc: BaseException) -> Sample:
+def mark_failed(sample: Sample, stage: str, exc: BaseException, where: str | None = None) -> Sample:
     """Mark ``sample`` failed in ``stage`` (e.g. ``"--custom-rm-path x.py:reward"``).
 
     Sets ``status = FAILED``, ``reward = 0.0``, an all-zero ``loss_mask``, and
-    ``metadata["error"]`` / ``metadata["traceback"]``; logs the traceback at ERROR level.
-    Returns the same sample.
+    ``metadata["error"]`` / ``metadata["traceback"]``; logs the traceback at ERROR level, naming
+    the sample by ``where`` (default its ``turn_id``). Returns the same sample.
     """
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=8))
     log.error("%s failed on sample %s; it is marked failed and not trained:\n%s",
-              stage, sample.turn_id or sample.metadata.get("index", "?"), tb)
+              stage, where or sample.turn_id or "?", tb)
     sample.status = SampleStatus.FAILED
     sample.reward = 0.0
     sample.loss_mask = [0] * sample.response_length

@@ -15,10 +15,11 @@ The canonical form is slime's per-sample ``reward(args, sample)``, the
   worker (``--num-judge-workers`` instances, at start-up); each call borrows one instance and runs
   ``score`` in a worker thread. ``config`` is a dict of the run's flags (:func:`reward_config`).
 
-What the simple form's strings hold (:func:`reward_texts`): ``prompt`` the conversation exactly as
-the policy saw it (chat template applied; ``metadata["prompt_text"]``), else ``sample.prompt``;
-``response`` the sampled text (``sample.response``); ``next_state`` the user's reply or the tool
-result that followed the turn, or for prompt-dataset samples the label (``""`` when neither).
+What the simple form's strings hold is up to the caller, which knows where its samples came from
+(``RewardPlugin(texts=...)``; the runtime's live judge passes the conversation as the policy saw
+it and the user's reply or tool result, which it keeps in the sample's metadata). The
+default, :func:`reward_texts`, reads the sample's typed fields only: ``prompt`` (text, or the chat
+messages' contents one per line), ``response`` and the ``label`` as ``next_state``.
 
 File specs without a function name look for ``get_reward_model`` (simple), then ``reward``
 (slime). Results are finite floats; anything else is a per-sample error naming the plugin.
@@ -71,17 +72,11 @@ def reward_config(args: Any) -> dict[str, Any]:
 
 
 def reward_texts(sample: Sample) -> tuple[str, str, str]:
-    """``(prompt, response, next_state)`` strings for the simple form (see module doc)."""
-    md = sample.metadata
-    prompt = md.get("prompt_text")
-    if prompt is None:
-        p = sample.prompt
-        prompt = p if isinstance(p, str) else "\n".join(str(m.get("content") or "") for m in (p or []))
-    response = sample.response or md.get("response_text") or ""
-    next_state = md.get("next_state")
-    if next_state is None:
-        next_state = "" if sample.label is None else str(sample.label)
-    return str(prompt), str(response), str(next_state)
+    """The simple form's default ``(prompt, response, next_state)`` (module doc): ``sample.prompt``
+    (chat messages joined by line), ``sample.response`` and ``sample.label`` (``""`` when None)."""
+    p = sample.prompt
+    prompt = p if isinstance(p, str) else "\n".join(str(m.get("content") or "") for m in (p or []))
+    return str(prompt), str(sample.response or ""), "" if sample.label is None else str(sample.label)
 
 
 def _is_batched(fn: Callable) -> bool:
@@ -106,6 +101,8 @@ class RewardPlugin:
         num_workers: simple form: how many reward models to build (one per judge worker).
         build: simple form: build the models now (False: only check the plugin, e.g. at start-up
             in the driver).
+        texts: simple form: the ``(prompt, response, next_state)`` strings of a sample
+            (default :func:`reward_texts`).
 
     Attributes:
         convention: ``"simple"``, ``"slime"`` or ``"slime_batched"``.
@@ -117,8 +114,9 @@ class RewardPlugin:
             a callable ``score``.
     """
 
-    def __init__(self, spec: str, args: Any = None, num_workers: int = 1, build: bool = True):
-        self.spec, self.args = spec, args
+    def __init__(self, spec: str, args: Any = None, num_workers: int = 1, build: bool = True,
+                 texts: Callable[[Sample], tuple[str, str, str]] = reward_texts):
+        self.spec, self.args, self.texts = spec, args, texts
         module, func = load_module(spec, FLAG)
         names = [func] if func else list(DEFAULT_NAMES)
         fn = next((getattr(module, n) for n in names if callable(getattr(module, n, None))), None)
@@ -194,7 +192,7 @@ class RewardPlugin:
     def _score_simple(self, sample: Sample) -> Any:
         model = self._models.get()
         try:
-            return model.score(*reward_texts(sample))
+            return model.score(*self.texts(sample))
         finally:
             self._models.put(model)
 

@@ -19,7 +19,7 @@ import operator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-__all__ = ["LogprobSource", "Sample", "SampleStatus"]
+__all__ = ["LogprobSource", "Sample", "SampleStatus", "Trajectory"]
 
 
 class SampleStatus(str, enum.Enum):
@@ -126,6 +126,83 @@ def _same_multimodal(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool
 
 
 @dataclass
+class Trajectory:
+    """Where a sample sits in a multi-step agent episode (Track 2): what GRPO under
+    ``--dynamic-history`` and the step-wise estimator group and score by (upstream OpenClaw-RL
+    keeps the same data in untyped sample metadata; here the trainer reads only this record).
+
+    Fields (``R`` = the sample's ``response_length``):
+        id: the episode's id (a non-empty string); the step-samples of one episode (one per step
+            under ``--dynamic-history``, or the pieces of a trajectory split at a chat-template
+            prefix break) share it.
+        group_index: the prompt the episode answers (the GRPO group), or None: the trainer then
+            groups by position (``i // --n-samples-per-prompt``).
+        step_spans: ``[(start, end), ...]``: each step's action tokens in response coordinates,
+            ``0 <= start < end <= R``; empty: the sample is one step spanning its response.
+        step_indices: the global step index ``k`` of each span (``len == len(step_spans)``);
+            None: ``0, 1, ...``.
+        step_scores: the step PRM's score of each span (finite floats, aligned with the spans);
+            None: no step PRM (every score 0.0).
+
+    Raises:
+        ValueError: from ``__post_init__`` on an empty id, a negative group index, or lists that
+            do not align (the span bounds are checked against ``R`` by :meth:`Sample.validate`).
+    """
+
+    id: str
+    group_index: int | None = None
+    step_spans: list[tuple[int, int]] = field(default_factory=list)
+    step_indices: list[int] | None = None
+    step_scores: list[float] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise ValueError(f"trajectory id must be a non-empty string, got {self.id!r}")
+        if self.group_index is not None:
+            if isinstance(self.group_index, bool) or not isinstance(self.group_index, int) or self.group_index < 0:
+                raise ValueError(f"trajectory group_index must be an int >= 0 or None, got {self.group_index!r}")
+        spans = []
+        for i, span in enumerate(self.step_spans):
+            if len(span) != 2:
+                raise ValueError(f"trajectory step_spans[{i}] must be [start, end), got {span!r}")
+            spans.append((_as_int("step_spans", i, span[0]), _as_int("step_spans", i, span[1])))
+        self.step_spans = spans
+        if self.step_indices is not None:
+            self.step_indices = [_as_int("step_indices", i, k) for i, k in enumerate(self.step_indices)]
+        if self.step_scores is not None:
+            self.step_scores = [float(x) for x in self.step_scores]
+            _check_finite_floats("step_scores", self.step_scores)
+        for name in ("step_indices", "step_scores"):
+            values = getattr(self, name)
+            if values is not None and len(values) != len(spans):
+                raise ValueError(f"trajectory {self.id}: {len(spans)} step_spans but {len(values)} {name}; "
+                                 "they must align")
+
+    def check_spans(self, response_length: int) -> None:
+        """Raise ``ValueError`` unless every span is non-empty and inside ``[0, response_length]``."""
+        for i, (start, end) in enumerate(self.step_spans):
+            if not 0 <= start < end <= response_length:
+                raise ValueError(f"trajectory {self.id}: step span {i} [{start}, {end}) is not inside the "
+                                 f"{response_length} response tokens")
+
+    def cut(self, response_length: int) -> "Trajectory":
+        """The trajectory of the sample's first ``response_length`` response tokens (the context
+        cut of :func:`slime.admission.fit_context`): spans past it dropped, the last one clipped,
+        their indices and scores kept aligned. Returns a new record."""
+        keep = [i for i, (start, _) in enumerate(self.step_spans) if start < response_length]
+        pick = (lambda xs: None if xs is None else [xs[i] for i in keep])
+        return Trajectory(self.id, self.group_index,
+                          [(self.step_spans[i][0], min(self.step_spans[i][1], response_length)) for i in keep],
+                          pick(self.step_indices), pick(self.step_scores))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form (spans as ``[start, end]`` lists); ``Trajectory(**t.to_dict()) == t``."""
+        return {"id": self.id, "group_index": self.group_index, "step_spans": [list(s) for s in self.step_spans],
+                "step_indices": None if self.step_indices is None else list(self.step_indices),
+                "step_scores": None if self.step_scores is None else list(self.step_scores)}
+
+
+@dataclass
 class Sample:
     """One rollout turn: prompt ids + sampled response ids with everything needed for the loss.
 
@@ -141,8 +218,8 @@ class Sample:
         weight_version: version of the policy weights that sampled the response (>= 0); staleness
             is the trainer's current version minus this.
         session_id / turn_id / turn_index: where the turn came from in the conversation store.
-        metadata: free JSON-safe dict for plugins and methods (judge votes, next-state text, ...);
-            the trainer core reads nothing from it.
+        metadata: free JSON-safe dict for plugins (judge votes, next-state text, ...); the trainer
+            core (``slime/``) reads no key of it (tests/slime/test_slime_seam.py).
         source_id: id of the record the sample was built from in its data source (the trajectory
             store's row id), or None; increasing with recording order, so the largest trained one
             is the checkpoint's data cursor.
@@ -163,6 +240,9 @@ class Sample:
             renormalised over the nucleus, as the engine reports them); None: 1.0.
         logprob_source: :class:`LogprobSource` of ``rollout_log_probs`` (a plain string such as
             ``"engine"`` is accepted).
+        trajectory: the :class:`Trajectory` of an agent episode's step-sample (its id, group and
+            step spans), or None for a single-turn sample (a JSON object from :meth:`to_dict` is
+            turned into one).
         multimodal_train_inputs: a vision-language sample's processor outputs beyond the ids
             (slime's name): ``pixel_values`` ``[N_patches, C * T_patch * P * P]`` float32 (the
             images' patches, in the order their ``<|image_pad|>`` runs appear in ``tokens``) and
@@ -201,8 +281,11 @@ class Sample:
     sampling_top_p: float | None = None
     logprob_source: LogprobSource = LogprobSource.ENGINE
     multimodal_train_inputs: dict[str, Any] | None = None
+    trajectory: Trajectory | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.trajectory, dict):
+            self.trajectory = Trajectory(**self.trajectory)
         if self.multimodal_train_inputs is not None:
             self.multimodal_train_inputs = _multimodal_tensors(self.multimodal_train_inputs)
         self.tokens = [_as_int("tokens", i, t) for i, t in enumerate(self.tokens)]
@@ -306,6 +389,10 @@ class Sample:
             raise ValueError(f"metadata must be a dict, got {type(self.metadata).__name__}")
         if self.multimodal_train_inputs is not None:
             _validate_multimodal(self.multimodal_train_inputs)
+        if self.trajectory is not None:
+            if not isinstance(self.trajectory, Trajectory):
+                raise ValueError(f"trajectory must be a Trajectory or None, got {type(self.trajectory).__name__}")
+            self.trajectory.check_spans(n)
 
     def __eq__(self, other: object) -> bool:
         """Field-by-field equality (``multimodal_train_inputs`` tensors compared with
@@ -353,6 +440,10 @@ class Sample:
                 if value is None:
                     continue  # a text sample's dict is what it was before images existed
                 value = {k: v.tolist() for k, v in value.items()}
+            elif f.name == "trajectory":
+                if value is None:
+                    continue  # likewise for a single-turn sample
+                value = value.to_dict()
             elif isinstance(value, list):
                 value = list(value)
             elif isinstance(value, dict):

@@ -89,18 +89,18 @@ def test_two_steps_concatenate_token_exactly(tool_server, tool_model):
     assert traj.loss_mask == [1] * r1 + [0] * obs + [1] * len(t2.response_ids)
     assert traj.rollout_log_probs[:r1] == pytest.approx(t1.response_logprobs)
     assert traj.rollout_log_probs[r1 + obs:] == pytest.approx(t2.response_logprobs)
-    assert traj.metadata["step_spans"] == [[0, r1], [r1 + obs, traj.response_length]]
-    assert traj.metadata["step_indices"] == [0, 1] and traj.metadata["tool_calls"] == 1
-    assert traj.metadata["group_index"] == 0 and traj.reward == ep.score
+    assert traj.trajectory.step_spans == [(0, r1), (r1 + obs, traj.response_length)]
+    assert traj.trajectory.step_indices == [0, 1] and traj.metadata["tool_calls"] == 1
+    assert traj.trajectory.group_index == 0 and traj.reward == ep.score
     from transformers import AutoTokenizer
     tok = AutoTokenizer.from_pretrained(str(tool_model))
     assert "secret-value-42" in tok.decode(traj.response_tokens[r1:r1 + obs])
 
     steps = episode_samples(ep, _template(), dynamic_history=True, step_prm_scores=[0.5, -1.0])
     assert [s.tokens for s in steps] == [t1.prompt_ids + t1.response_ids, t2.prompt_ids + t2.response_ids]
-    assert [s.metadata["step_indices"] for s in steps] == [[0], [1]]
-    assert [s.metadata["step_prm_scores"] for s in steps] == [[0.5], [-1.0]]
-    assert steps[0].metadata["trajectory_id"] == steps[1].metadata["trajectory_id"]
+    assert [s.trajectory.step_indices for s in steps] == [[0], [1]]
+    assert [s.trajectory.step_scores for s in steps] == [[0.5], [-1.0]]
+    assert steps[0].trajectory.id == steps[1].trajectory.id
 
 
 def test_malformed_call_gets_an_observation(tool_server):

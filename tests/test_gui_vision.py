@@ -136,12 +136,12 @@ def test_a_screenshot_episode_is_recorded_with_its_images_and_trains(vl_server, 
     for s in samples:  # each sample's images are its last turn's, and its ids hold their tokens
         mm = s.multimodal_train_inputs
         grid = mm["image_grid_thw"]
-        last = turns[s.metadata["step_indices"][-1]]
+        last = turns[s.trajectory.step_indices[-1]]
         assert grid.shape == (len(last.images), 3) and mm["pixel_values"].shape[0] == int(grid.prod(-1).sum())
         assert s.tokens.count(image_id) == int(grid.prod(-1).sum()) // 4  # 2x2 merged patches per token
     # the server continued the recorded ids (the new screenshot's tokens expanded): one trajectory
     (traj,) = samples
-    assert "prefix_break_steps" not in traj.metadata and traj.metadata["step_indices"] == [0, 1]
+    assert "prefix_break_steps" not in traj.metadata and traj.trajectory.step_indices == [0, 1]
     n1 = len(turns[0].prompt_ids) + len(turns[0].response_ids)
     assert turns[1].prompt_ids[:n1] == turns[0].prompt_ids + turns[0].response_ids
     assert traj.tokens == turns[1].prompt_ids + turns[1].response_ids
@@ -183,14 +183,14 @@ def test_image_history_limit_keeps_the_last_n_and_splits_where_the_image_was_dro
         assert first_diff == turns[k - 1].prompt_ids.index(start_id)
         assert k in breaks
     assert breaks == set(range(keep, steps))  # the other steps continue the recorded ids
-    starts = [s.metadata["step_indices"][0] for s in samples]
-    assert set(starts[1:]) == breaks and sorted(sum((s.metadata["step_indices"] for s in samples), [])) == \
+    starts = [s.trajectory.step_indices[0] for s in samples]
+    assert set(starts[1:]) == breaks and sorted(sum((s.trajectory.step_indices for s in samples), [])) == \
         list(range(steps))
     for s in samples:
-        assert s.multimodal_train_inputs["image_grid_thw"].shape[0] == len(turns[s.metadata["step_indices"][-1]].images)
+        assert s.multimodal_train_inputs["image_grid_thw"].shape[0] == len(turns[s.trajectory.step_indices[-1]].images)
 
     per_step, per_step_turns = _run(vl_server, tmp_path, steps=3, keep=keep, dynamic_history=True)
-    assert [s.metadata["step_indices"] for s in per_step] == [[0], [1], [2]]
+    assert [s.trajectory.step_indices for s in per_step] == [[0], [1], [2]]
     assert [s.multimodal_train_inputs["image_grid_thw"].shape[0] for s in per_step] == [1, 2, 2]
     assert [s.tokens for s in per_step] == [t.prompt_ids + t.response_ids for t in per_step_turns]
 

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from openclaw_rl.capture.store import TrajectoryStore
-from openclaw_rl.rollout.custom_rm import turn_sample
-from slime.reward_plugins import reward_texts
+from openclaw_rl.rollout.custom_rm import plugin_reward_texts, turn_sample
 from tests.support.ray_head import job_env
 from tests.support.sessions import record_sessions
 from tests.support.tiny_classifier import positive_probability
@@ -64,6 +63,6 @@ def test_method_folder_from_the_template_trains_one_step(tiny_server, tiny_class
     judged = [(t, j) for t, j in judged if j and j.get("method") == "custom_rm"]
     assert len(judged) == len(rewards) >= 2
     for t, j in judged:
-        expected = positive_probability(tiny_classifier, *reward_texts(turn_sample(t)))
+        expected = positive_probability(tiny_classifier, *plugin_reward_texts(turn_sample(t)))
         assert j["reward"] == pytest.approx(expected, abs=1e-4)
     store.close()

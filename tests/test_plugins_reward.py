@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from openclaw_rl.capture.store import TrajectoryStore, TurnRecord
-from openclaw_rl.rollout.custom_rm import CustomRewardJudge, turn_sample
+from openclaw_rl.rollout.custom_rm import CustomRewardJudge, plugin_reward_texts, turn_sample
 from openclaw_rl.rollout.data_source import StoreDataSource
 from openclaw_rl.rollout.judge_loop import JudgeLoop
 from slime.plugin_check import check_plugins
@@ -67,12 +67,14 @@ def test_simple_example_on_a_tiny_classifier(tiny_classifier, tmp_path):
     rewards = [store.judgement(t.id)["reward"] for t in turns]
     # each reward is the classifier's positive-class probability, computed here independently
     for t, r in zip(turns, rewards):
-        assert r == pytest.approx(positive_probability(tiny_classifier, *reward_texts(turn_sample(t))), abs=1e-6)
+        assert r == pytest.approx(positive_probability(tiny_classifier, *plugin_reward_texts(turn_sample(t))), abs=1e-6)
     # the reward is exactly the classifier's positive-class probability of the documented text
     model = judge.plugin.fn(reward_config(cfg))
-    prompt, response, next_state = reward_texts(turn_sample(turns[0]))
+    prompt, response, next_state = plugin_reward_texts(turn_sample(turns[0]))
     assert prompt == turns[0].prompt_text and response == "answer 0" and next_state == "thanks, perfect"
     assert rewards[0] == pytest.approx(model.score(prompt, response, next_state), abs=1e-6)
+    # slime's own default reads the typed fields only (the next state of a live turn is ours, in metadata)
+    assert reward_texts(turn_sample(turns[0])) == (turns[0].prompt_text, "answer 0", "")
 
 
 def test_simple_form_builds_one_model_per_worker_and_reads_config(tmp_path):

@@ -4,6 +4,7 @@ the new flags of issue 13: every expected number is worked by hand in the commen
 from __future__ import annotations
 
 import math
+import uuid
 
 import pytest
 
@@ -12,14 +13,22 @@ from slime.methods import StepWiseMethod, load_method_class
 from slime.methods.grpo import GRPOMethod
 from slime.methods.step_wise import step_wise_advantages
 from slime.run_args import parse_run_args
-from slime.sample import Sample, SampleStatus
+from slime.sample import Sample, SampleStatus, Trajectory
 
 
-def _s(reward, mask, **md) -> Sample:
-    """A sample with prompt ids [1, 2] and ``len(mask)`` response ids, the given loss mask and metadata."""
+def _s(reward, mask, group_index=None, trajectory_id=None, step_spans=None, step_indices=None,
+       step_prm_scores=None) -> Sample:
+    """A sample with prompt ids [1, 2] and ``len(mask)`` response ids, the given loss mask and, when
+    a trajectory id or step spans are given, a :class:`Trajectory` (a fresh id when none is given);
+    a ``group_index`` alone goes to the metadata, where the trainer must not read it."""
     R = len(mask)
+    traj = None
+    if trajectory_id is not None or step_spans is not None:
+        traj = Trajectory(trajectory_id or uuid.uuid4().hex, group_index, step_spans or [], step_indices,
+                          step_prm_scores)
     return Sample(tokens=[1, 2] + list(range(10, 10 + R)), response_length=R, rollout_log_probs=[-1.0] * R,
-                  loss_mask=list(mask), reward=reward, metadata=dict(md))
+                  loss_mask=list(mask), reward=reward, trajectory=traj,
+                  metadata={} if traj is not None or group_index is None else {"group_index": group_index})
 
 
 def _cfg(*extra: str):
@@ -113,8 +122,8 @@ def test_dynamic_history_each_trajectory_step_counted_once():
     assert m["step_wise/buckets"] == 3 and m["step_wise/single_buckets"] == 1
 
 
-def test_bad_metadata_is_a_clear_error():
-    with pytest.raises(ValueError, match="trajectory_id"):
+def test_a_bad_trajectory_is_a_clear_error():
+    with pytest.raises(ValueError, match="no trajectory"):  # a group index in the metadata is not read
         StepWiseMethod(_cfg("--dynamic-history")).compute_advantages([_s(1.0, [1], group_index=0)])
     with pytest.raises(ValueError, match="align"):
         step_wise_advantages([_s(1.0, [1, 1], step_spans=[[0, 1], [1, 2]], step_prm_scores=[1.0])],
@@ -154,7 +163,7 @@ def test_grpo_dynamic_history_normalises_over_trajectories_not_step_samples():
     assert a[0].advantages == pytest.approx([pos, pos]) and a[1].advantages == pytest.approx([pos, pos, 0])
     assert all(s.advantages == pytest.approx([neg, neg]) for s in b + c)
     assert d[0].advantages == [0.0, 0.0]  # one trajectory: no group signal
-    with pytest.raises(ValueError, match="trajectory_id"):
+    with pytest.raises(ValueError, match="no trajectory"):
         GRPOMethod(cfg).compute_advantages([_s(1.0, [1], group_index=0)])
 
 

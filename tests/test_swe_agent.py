@@ -140,7 +140,7 @@ def test_steps_through_the_server_concatenate_token_exactly(tiny_server):
     assert [t.turn_type for t in turns] == ["side"] * 3
     template = Sample(tokens=[], response_length=0, rollout_log_probs=[], prompt="p", metadata={"group_index": 0})
     [sample] = episode_samples(ep, template)
-    assert "prefix_break_steps" not in sample.metadata and len(sample.metadata["step_spans"]) == 3
+    assert "prefix_break_steps" not in sample.metadata and len(sample.trajectory.step_spans) == 3
     assert sample.tokens[:len(turns[0].prompt_ids)] == list(turns[0].prompt_ids)
     assert sample.tokens == list(turns[-1].prompt_ids) + list(turns[-1].response_ids)
     assert sample.metadata["env_info"]["resolved"] is False

@@ -38,10 +38,12 @@ def test_three_steps_concatenate_with_observations_masked():
     assert s.prompt_length == 3 and s.response_length == 9
     assert s.loss_mask == [1, 1, 0, 0, 1, 0, 1, 1, 1]
     assert s.rollout_log_probs == pytest.approx([-0.1, -0.2, 0, 0, -0.1, 0, -0.1, -0.2, -0.3])
-    assert s.metadata["step_spans"] == [[0, 2], [4, 5], [6, 9]]
-    assert s.metadata["step_indices"] == [0, 1, 2]
-    assert s.metadata["step_prm_scores"] == [1.0, -1.0, 0.5]
-    assert s.metadata["group_index"] == 3 and s.metadata["num_steps"] == 3
+    assert s.trajectory.step_spans == [(0, 2), (4, 5), (6, 9)]
+    assert s.trajectory.step_indices == [0, 1, 2]
+    assert s.trajectory.step_scores == [1.0, -1.0, 0.5]
+    assert s.trajectory.group_index == 3 and s.metadata["num_steps"] == 3
+    assert s.trajectory.id == s.metadata["trajectory_id"]
+    assert not {"step_spans", "step_indices", "step_prm_scores"} & set(s.metadata)  # typed, not in metadata
     assert s.weight_version == 0 and s.metadata["weight_versions"] == [0, 1, 2]
     assert s.reward == 1.0 and s.status == SampleStatus.COMPLETED
     assert "prefix_break_steps" not in s.metadata
@@ -52,11 +54,11 @@ def test_a_prefix_break_splits_the_trajectory_without_retokenising():
     t2 = _turn(2, [1, 2, 99, 50], [12])     # the template re-rendered step 1 differently
     t3 = _turn(3, [1, 2, 99, 50, 12, 60], [13])
     a, b = episode_samples(_episode([t1, t2, t3]), _template())
-    assert a.tokens == [1, 2, 10] and a.metadata["step_indices"] == [0]
+    assert a.tokens == [1, 2, 10] and a.trajectory.step_indices == [0]
     assert b.tokens == [1, 2, 99, 50, 12, 60, 13] and b.loss_mask == [1, 0, 1]
-    assert b.metadata["step_indices"] == [1, 2] and b.metadata["step_spans"] == [[0, 1], [2, 3]]
+    assert b.trajectory.step_indices == [1, 2] and b.trajectory.step_spans == [(0, 1), (2, 3)]
     assert a.metadata["prefix_break_steps"] == [1] == b.metadata["prefix_break_steps"]
-    assert a.metadata["trajectory_id"] == b.metadata["trajectory_id"]
+    assert a.trajectory.id == b.trajectory.id and a.trajectory.group_index == b.trajectory.group_index == 3
 
 
 def test_dynamic_history_gives_one_exact_sample_per_step():
@@ -65,7 +67,7 @@ def test_dynamic_history_gives_one_exact_sample_per_step():
     a, b = episode_samples(_episode([t1, t2], finish="length"), _template(), dynamic_history=True)
     assert (a.tokens, a.response_length) == ([1, 2, 3, 10, 11], 2)
     assert (b.tokens, b.response_length) == ([1, 2, 3, 10, 11, 50, 12], 1)
-    assert a.metadata["step_spans"] == [[0, 2]] and b.metadata["step_indices"] == [1]
+    assert a.trajectory.step_spans == [(0, 2)] and b.trajectory.step_indices == [1]
     assert a.status == SampleStatus.COMPLETED and b.status == SampleStatus.TRUNCATED
     assert b.logprob_source == LogprobSource.CONSTRAINED and a.logprob_source == LogprobSource.ENGINE
 

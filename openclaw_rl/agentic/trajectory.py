@@ -13,12 +13,14 @@ Two layouts, chosen by ``--dynamic-history``:
   samples, and ``metadata["prefix_break_steps"]`` records where.
 * **One sample per step** (``--dynamic-history``): each step's exact prompt ids and sampled ids.
 
-Every sample carries the metadata the step-wise estimator reads
-(:mod:`slime.methods.step_wise`): ``trajectory_id``, ``step_spans`` (``[start, end)`` of each
-action in response coordinates), ``step_indices`` (the step number of each span),
-``step_prm_scores`` (aligned with the spans; present when a step PRM scored the episode), and
-the episode's ``env_score``, ``finish``, ``num_steps``, ``tool_calls`` (count),
-``final_response``, ``session_id``, ``turn_ids`` and the family's ``env_info`` (``Episode.info``). ``Sample.reward`` is preset to the
+Every sample carries the :class:`slime.sample.Trajectory` the trainer reads (GRPO's grouping and
+the step-wise estimator, :mod:`slime.methods.step_wise`): its ``id``, ``group_index`` (the
+rollout's ``metadata["group_index"]``), ``step_spans`` (``[start, end)`` of each action in
+response coordinates), ``step_indices`` (the step number of each span) and ``step_scores``
+(aligned with the spans; set when a step PRM scored the episode). Its ``metadata`` (for plugins
+and reports) holds the episode's ``trajectory_id``, ``env_score``, ``finish``, ``num_steps``,
+``tool_calls`` (count), ``final_response``, ``session_id``, ``turn_ids`` and the family's
+``env_info`` (``Episode.info``). ``Sample.reward`` is preset to the
 environment's score (the reward plugin may replace it; every sample of a trajectory gets the
 same outcome).
 """
@@ -31,9 +33,9 @@ from collections.abc import Sequence
 
 from openclaw_rl.agentic.agent_loop import AgentStep, Episode, StopReason
 from openclaw_rl.capture.images import multimodal_train_inputs
-from slime.sample import LogprobSource, Sample, SampleStatus
+from slime.sample import LogprobSource, Sample, SampleStatus, Trajectory
 
-__all__ = ["episode_samples"]
+__all__ = ["UPSTREAM_TRAJECTORY_KEYS", "episode_samples", "lift_upstream_trajectory"]
 
 
 def _base_metadata(episode: Episode, trajectory_id: str) -> dict:
@@ -42,6 +44,15 @@ def _base_metadata(episode: Episode, trajectory_id: str) -> dict:
             "final_response": episode.final_response, "session_id": episode.session_id,
             **({"episode_error": episode.error} if episode.error else {}),
             **({"env_info": dict(episode.info)} if episode.info else {})}
+
+
+def _group_index(template: Sample) -> int | None:
+    """The prompt group of the rollout's sample: its trajectory's, else the prompt rollout's
+    ``metadata["group_index"]`` (:mod:`openclaw_rl.rollout.prompt_rollout`), else None."""
+    if template.trajectory is not None:
+        return template.trajectory.group_index
+    group = template.metadata.get("group_index")
+    return None if group is None else int(group)
 
 
 class _Segment:
@@ -97,11 +108,10 @@ def _sample(template: Sample, seg: _Segment, meta: dict, prm: Sequence[float] | 
     s.response = "\n".join(part for st in seg.steps for part in (st.action_text, st.observation_text) if part)
     s.status = (SampleStatus.TRUNCATED if last and episode.finish == StopReason.LENGTH else SampleStatus.COMPLETED)
     s.reward = episode.score
-    s.metadata = {**template.metadata, **meta, "step_spans": [list(x) for x in seg.spans],
-                  "step_indices": list(seg.indices), "turn_ids": [t.id for t in turns],
+    s.metadata = {**template.metadata, **meta, "turn_ids": [t.id for t in turns],
                   "weight_versions": [int(t.weight_version) for t in turns]}
-    if prm is not None:
-        s.metadata["step_prm_scores"] = [float(prm[k]) for k in seg.indices]
+    s.trajectory = Trajectory(meta["trajectory_id"], _group_index(template), [tuple(x) for x in seg.spans],
+                              list(seg.indices), None if prm is None else [float(prm[k]) for k in seg.indices])
     s.validate()
     return s
 
@@ -113,8 +123,8 @@ def episode_samples(episode: Episode, template: Sample, *, dynamic_history: bool
 
     Args:
         episode: the finished episode.
-        template: the rollout's sample for this prompt (``prompt``, ``label``, ``metadata`` such
-            as ``group_index``); copied, never changed.
+        template: the rollout's sample for this prompt (``prompt``, ``label``, ``metadata`` with
+            the prompt rollout's ``group_index``); copied, never changed.
         dynamic_history: one sample per step instead of one per trajectory.
         step_prm_scores: the step PRM's score of each step (``len == len(episode.steps)``), or None.
         trajectory_id: default a fresh uuid.
@@ -124,8 +134,9 @@ def episode_samples(episode: Episode, template: Sample, *, dynamic_history: bool
             images are all of the sample's, in order; :mod:`openclaw_rl.capture.images`).
 
     Returns:
-        The samples in step order. An episode with no step (it failed before the first reply)
-        gives one ``FAILED`` sample with no tokens and ``metadata["error"]``.
+        The samples in step order, each with its ``trajectory``. An episode with no step (it failed
+        before the first reply) gives one ``FAILED`` sample with no tokens, a trajectory without
+        spans and ``metadata["error"]``.
 
     Raises:
         ValueError: ``step_prm_scores`` of the wrong length; steps with images and no ``processor``.
@@ -139,6 +150,7 @@ def episode_samples(episode: Episode, template: Sample, *, dynamic_history: bool
         s.status = SampleStatus.FAILED
         s.metadata = {**template.metadata, **meta,
                       "error": episode.error or f"episode ended ({episode.finish}) before the first step"}
+        s.trajectory = Trajectory(meta["trajectory_id"], _group_index(template))
         return [s]
     segments: list[_Segment] = []
     breaks: list[int] = []
@@ -151,3 +163,42 @@ def episode_samples(episode: Episode, template: Sample, *, dynamic_history: bool
         meta["prefix_break_steps"] = breaks
     return [_sample(template, seg, meta, step_prm_scores, i == len(segments) - 1, episode, processor)
             for i, seg in enumerate(segments)]
+
+
+#: the sample metadata keys upstream OpenClaw-RL's agent generate functions write for the step-wise
+#: estimator; :func:`lift_upstream_trajectory` reads them into ``Sample.trajectory``
+UPSTREAM_TRAJECTORY_KEYS = ("trajectory_id", "group_index", "step_spans", "step_indices", "step_prm_scores")
+
+
+def lift_upstream_trajectory(sample: Sample) -> Sample:
+    """Give a sample from an upstream-style generate plugin its typed trajectory.
+
+    A ``--custom-generate-function-path`` written for upstream OpenClaw-RL keeps a step-sample's
+    trajectory in ``metadata`` (:data:`UPSTREAM_TRAJECTORY_KEYS`); the trainer reads only
+    ``Sample.trajectory``. When the sample has none and its metadata has ``trajectory_id`` or
+    ``step_spans``, this sets it from them (the keys stay in ``metadata``, which is the plugin's).
+
+    Args:
+        sample: a generated sample (changed in place).
+
+    Returns:
+        ``sample``.
+
+    Raises:
+        ValueError: the metadata's values do not make a valid trajectory (lists that do not align,
+            spans outside the response), naming the key.
+    """
+    md = sample.metadata
+    if sample.trajectory is not None or not ("trajectory_id" in md or "step_spans" in md):
+        return sample
+    group = md.get("group_index")
+    try:
+        sample.trajectory = Trajectory(str(md.get("trajectory_id") or uuid.uuid4().hex),
+                                       None if group is None else int(group), list(md.get("step_spans") or []),
+                                       md.get("step_indices"), md.get("step_prm_scores"))
+        sample.validate()
+    except (TypeError, ValueError) as exc:
+        sample.trajectory = None
+        raise ValueError(f"the generate plugin's metadata {', '.join(k for k in UPSTREAM_TRAJECTORY_KEYS if k in md)} "
+                         f"do not make a trajectory: {exc}") from exc
+    return sample

@@ -17,7 +17,7 @@ from openclaw_rl.capture.store import TurnRecord
 from openclaw_rl.rollout.flags import service_flags
 from openclaw_rl.rollout.judge_loop import JudgeResult
 from openclaw_rl.rollout.samples import turn_to_sample
-from slime.reward_plugins import RewardPlugin
+from slime.reward_plugins import RewardPlugin, reward_texts
 
 
 def turn_sample(turn: TurnRecord):
@@ -28,6 +28,21 @@ def turn_sample(turn: TurnRecord):
     sample.metadata.update(prompt_text=turn.prompt_text, response_text=turn.response_text,
                            next_state=turn.next_state, messages=turn.messages)
     return sample
+
+
+def plugin_reward_texts(sample) -> tuple[str, str, str]:
+    """The simple reward form's ``(prompt, response, next_state)`` for our samples: ``prompt`` the
+    conversation exactly as the policy saw it (chat template applied; ``metadata["prompt_text"]``,
+    set by :func:`turn_sample` and :func:`openclaw_rl.rollout.generate.generate`), else
+    ``sample.prompt``; ``response`` the sampled text; ``next_state`` the user's reply or the tool
+    result that followed a live turn (``metadata["next_state"]``), else, for a prompt-dataset
+    sample, its label (``""`` when neither)."""
+    md = sample.metadata
+    prompt, response, label_text = reward_texts(sample)
+    prompt = md.get("prompt_text", prompt)
+    next_state = md.get("next_state")
+    return (str(prompt), str(sample.response or md.get("response_text") or ""),
+            label_text if next_state is None else str(next_state))
 
 
 class CustomRewardJudge:
@@ -49,7 +64,7 @@ class CustomRewardJudge:
 
     def __init__(self, spec: str, args, num_workers: int | None = None):
         workers = num_workers if num_workers is not None else service_flags(args).num_judge_workers
-        self.plugin = RewardPlugin(spec, args, num_workers=workers)
+        self.plugin = RewardPlugin(spec, args, num_workers=workers, texts=plugin_reward_texts)
         self.args = args
         if self.plugin.convention == "slime_batched":
             self.judge_batch = self._judge_batch  # the judge loop scores claimed turns in one call

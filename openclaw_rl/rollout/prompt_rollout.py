@@ -11,7 +11,10 @@ prompt gets ``--n-samples-per-prompt`` samples, all generated concurrently by th
 (default :func:`openclaw_rl.rollout.generate.generate`, through the intercept server), then
 scored by the ``--custom-rm-path`` plugin (any of its forms; the simple form sees the label as
 ``next_state``). Each sample's ``metadata`` starts as a copy of its row's ``--metadata-key`` object
-(task_key, env_type, ...), with ``rollout_id``, ``group_index`` and ``index`` set over it.
+(task_key, env_type, ...), with ``rollout_id``, ``group_index`` and ``index`` set over it. A
+generate plugin written for upstream, which keeps an agent step-sample's trajectory in
+``metadata``, has it lifted into ``Sample.trajectory``
+(:func:`openclaw_rl.agentic.trajectory.lift_upstream_trajectory`).
 
 A generate or reward plugin that raises marks that sample failed (traceback in the log, reward 0,
 never trained; see :func:`slime.plugin_failures.mark_failed`) and the step goes on; more than
@@ -28,6 +31,8 @@ import threading
 from typing import Any
 
 from openclaw_rl.agentic.metrics import episode_metrics
+from openclaw_rl.agentic.trajectory import lift_upstream_trajectory
+from openclaw_rl.rollout.custom_rm import plugin_reward_texts
 from openclaw_rl.rollout.flags import service_flags
 from slime.plugin_failures import FailureBudget, mark_failed
 from slime.prompt_data import load_prompts
@@ -65,9 +70,9 @@ async def _generate_group(fn, name: str, args, item: dict, group: int, n: int, r
                                                        "rollout_id": rollout_id, "group_index": group,
                                                        "index": group * n + k})
         try:
-            return await call_generate(fn, name, args, sample, sampling_params(args))
+            return [lift_upstream_trajectory(s) for s in await call_generate(fn, name, args, sample, sampling_params(args))]
         except Exception as exc:
-            return [mark_failed(sample, name, exc)]
+            return [mark_failed(sample, name, exc, f"{group * n + k} (prompt {group})")]
 
     parts = await asyncio.gather(*(one(k) for k in range(n)))
     return [s for part in parts for s in part]
@@ -81,7 +86,7 @@ async def _rollout(args, rollout_id: int, items: list[dict], gen_fn, gen_name: s
     todo = [s for g in groups for s in g if s.status != SampleStatus.FAILED]
     for s, res in zip(todo, await reward.score_many(todo)):
         if isinstance(res, BaseException):
-            mark_failed(s, reward.name, res)
+            mark_failed(s, reward.name, res, str(s.metadata.get("index", "?")))
         else:
             s.reward = res[0]
             if res[1]:
@@ -127,7 +132,8 @@ def generate_rollout(args, rollout_id: int, data_source=None, evaluation: bool =
     gen_name = f"{GENERATE_FLAG} {gen_spec}" if gen_spec else "the default generate"
     workers = service_flags(args).num_judge_workers
     reward = _cached(("reward", args.custom_rm_path, id(args)),
-                     lambda: RewardPlugin(args.custom_rm_path, args, num_workers=workers))
+                     lambda: RewardPlugin(args.custom_rm_path, args, num_workers=workers,
+                                          texts=plugin_reward_texts))
     groups = asyncio.run(_rollout(args, rollout_id, picked, gen_fn, gen_name, reward))
     samples = [s for g in groups for s in g]
     budget = FailureBudget(args.max_plugin_failure_fraction, "the generate / reward plugins")

@@ -6,11 +6,11 @@ Each sample's reward minus its group's mean (divided by the group's std unless
 ``--disable-rewards-normalization`` the raw rewards are broadcast instead.
 
 Under ``--dynamic-history`` (one sample per agent step) the groups are the trajectories of one
-prompt (``metadata["group_index"]``), each trajectory's outcome counted once, not once per
+prompt (``Sample.trajectory.group_index``), each trajectory's outcome counted once, not once per
 step-sample; the normalised outcome is broadcast to every step-sample of the trajectory
 (:func:`slime.advantages.grpo_trajectories`). The same holds without ``--dynamic-history`` when an
 agent trajectory was split into several samples at a chat-template prefix break (samples sharing
-``metadata["trajectory_id"]``): the batch then has more samples than ``groups x
+``Sample.trajectory.id``): the batch then has more samples than ``groups x
 n_samples_per_prompt``, and counting the split trajectory once per piece would bias its group.
 """
 
@@ -56,14 +56,14 @@ class GRPOMethod(Method):
 
 
 def _has_split_trajectories(samples: Sequence[Sample]) -> bool:
-    """True when two samples share ``(metadata["group_index"], metadata["trajectory_id"])``: one
-    agent trajectory split at a chat-template prefix break by the rollout that built it."""
+    """True when two samples share a trajectory (the same ``Sample.trajectory`` group index and
+    id): one agent trajectory split at a chat-template prefix break by the rollout that built it."""
     seen = set()
     for s in samples:
-        md = s.metadata or {}
-        if "trajectory_id" not in md or "group_index" not in md:
+        traj = s.trajectory
+        if traj is None or traj.group_index is None:
             continue
-        key = (md["group_index"], md["trajectory_id"])
+        key = (traj.group_index, traj.id)
         if key in seen:
             return True
         seen.add(key)

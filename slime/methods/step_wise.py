@@ -1,22 +1,23 @@
 """Step-wise advantages (``--advantage-estimator step_wise``): one normalised reward per agent step.
 
 Upstream OpenClaw-RL's ``step_wise`` estimator (its ``slime/ray/rollout.py``
-``_post_process_step_wise_rewards`` and ``megatron_utils/loss.py``), on the sample metadata the
-agent loop writes (docs/track2.md, "How an episode becomes training data" and "Advantages"):
+``_post_process_step_wise_rewards`` and ``megatron_utils/loss.py``), on the typed
+:class:`slime.sample.Trajectory` the agent rollout sets on each sample (``Sample.trajectory``; upstream
+keeps it in the sample metadata) (docs/track2.md, "How an episode becomes training data" and "Advantages"):
 
-``metadata["step_spans"]``      ``[[start, end), ...]`` in response coordinates: each step's action tokens
-``metadata["step_indices"]``    the global step index ``k`` of each span (default ``0, 1, ...``)
-``metadata["step_prm_scores"]`` the step PRM's score of each span (absent: PRM off, every score 0.0)
-``metadata["group_index"]``     the prompt the trajectory answers (absent: ``i // --n-samples-per-prompt``)
-``metadata["trajectory_id"]``   the trajectory (absent: the sample is its own trajectory)
+``trajectory.step_spans``      ``[(start, end), ...]`` in response coordinates: each step's action tokens
+``trajectory.step_indices``    the global step index ``k`` of each span (None: ``0, 1, ...``)
+``trajectory.step_scores``     the step PRM's score of each span (None: PRM off, every score 0.0)
+``trajectory.group_index``     the prompt the trajectory answers (None: ``i // --n-samples-per-prompt``)
+``trajectory.id``              the trajectory (no ``Sample.trajectory``: the sample is its own trajectory)
 ``sample.reward``               the trajectory's outcome (the same on every step-sample of one trajectory)
 
-A sample without ``step_spans`` is one step spanning its whole response (index 0), so a plain
+A sample without step spans is one step spanning its whole response (index 0), so a plain
 prompt rollout trains as GRPO with population std and constant groups dropped.
 
 Per step ``k`` of a trajectory::
 
-    r_k = reward + prm_step_coef * step_prm_scores[k]
+    r_k = reward + prm_step_coef * step_scores[k]
 
 This is the one place ``--prm-step-coef`` is applied: the step PRM judge stores raw scores (mean of
 its ``+1/-1`` votes). Upstream applies its coefficient inconsistently: the SWE and GUI families add
@@ -74,39 +75,32 @@ class _Step:
 
 
 def sample_steps(sample: Sample, where: str = "sample") -> list[_Step]:
-    """The steps of one sample from its metadata (module docstring).
+    """The steps of one sample from its :class:`~slime.sample.Trajectory` (module docstring).
 
     Args:
         sample: a judged sample.
         where: names the sample in error messages.
 
     Returns:
-        One ``_Step(span, index, score)`` per span, in metadata order.
+        One ``_Step(span, index, score)`` per span, in order; a sample without trajectory or spans
+        is one step ``(0, R)`` with index 0 and score 0.0 (none when ``R == 0``).
 
     Raises:
-        ValueError: lists of different lengths, or a span outside ``[0, response_length)`` or empty.
+        ValueError: a span outside ``[0, R]`` or empty, or a step PRM score that is not finite.
     """
-    md = sample.metadata or {}
     R = sample.response_length
-    spans = md.get("step_spans")
-    if spans is None:
+    traj = sample.trajectory
+    if traj is None or not traj.step_spans:
         return [_Step((0, R), 0, 0.0)] if R > 0 else []
-    indices = md.get("step_indices")
-    indices = list(range(len(spans))) if indices is None else list(indices)
-    scores = md.get("step_prm_scores")
-    scores = [0.0] * len(spans) if scores is None else [float(x) for x in scores]
-    if not len(spans) == len(indices) == len(scores):
-        raise ValueError(f"step_wise: {where} has {len(spans)} step_spans, {len(indices)} step_indices and "
-                         f"{len(scores)} step_prm_scores; they must align")
+    traj.check_spans(R)  # a plugin may have changed it after the sample was built
+    spans = traj.step_spans
+    indices = list(range(len(spans))) if traj.step_indices is None else traj.step_indices
+    scores = [0.0] * len(spans) if traj.step_scores is None else traj.step_scores
     out = []
     for span, k, score in zip(spans, indices, scores):
-        start, end = (int(x) for x in span)
-        if not 0 <= start < end <= R:
-            raise ValueError(f"step_wise: {where} step {k} span [{start}, {end}) is not inside its "
-                             f"{R} response tokens")
         if not math.isfinite(score):
             raise ValueError(f"step_wise: {where} step {k} has PRM score {score}")
-        out.append(_Step((start, end), int(k), score))
+        out.append(_Step(tuple(span), int(k), float(score)))
     return out
 
 
@@ -114,12 +108,12 @@ def _keys(samples: Sequence[Sample], n_per_prompt: int, dynamic: bool) -> list[t
     """``(group, trajectory)`` of each sample (module docstring for the fallbacks)."""
     out = []
     for i, s in enumerate(samples):
-        md = s.metadata or {}
-        if dynamic and ("group_index" not in md or "trajectory_id" not in md):
-            raise ValueError(f"--dynamic-history: sample {i} has no metadata group_index / trajectory_id; the "
-                             "agent rollout must set both on every step-sample")
-        group = md.get("group_index", i // max(1, n_per_prompt))
-        out.append((group, md.get("trajectory_id", ("#sample", i))))
+        traj = s.trajectory
+        if dynamic and (traj is None or traj.group_index is None):
+            raise ValueError(f"--dynamic-history: sample {i} has no trajectory with a group index; the "
+                             "agent rollout must set Sample.trajectory (id and group_index) on every step-sample")
+        group = i // max(1, n_per_prompt) if traj is None or traj.group_index is None else traj.group_index
+        out.append((group, ("#sample", i) if traj is None else traj.id))
     return out
 
 
@@ -146,8 +140,8 @@ def step_wise_advantages(samples: Sequence[Sample], *, coef: float, n_per_prompt
     Args:
         samples: the step's judged samples.
         coef: ``--prm-step-coef``.
-        n_per_prompt: ``--n-samples-per-prompt`` (groups when ``group_index`` is absent).
-        dynamic: ``--dynamic-history`` (then ``group_index`` and ``trajectory_id`` are required).
+        n_per_prompt: ``--n-samples-per-prompt`` (groups when a sample has no group index).
+        dynamic: ``--dynamic-history`` (then every sample needs a trajectory with a group index).
         normalize: False for ``--disable-rewards-normalization`` (raw step rewards).
         std_norm: False for ``--disable-grpo-std-normalization`` (mean-centring only).
 
@@ -158,7 +152,7 @@ def step_wise_advantages(samples: Sequence[Sample], *, coef: float, n_per_prompt
         tokens of the kept samples).
 
     Raises:
-        ValueError: a sample without reward, malformed step metadata, missing ids under
+        ValueError: a sample without reward, a non-finite step score, missing trajectories under
             ``dynamic``, or one trajectory whose step ``k`` has two different rewards.
     """
     keys = _keys(samples, n_per_prompt, dynamic)

@@ -194,3 +194,44 @@ def test_server_side_flags_without_a_server_are_a_one_line_warning(tmp_path, cap
     with caplog.at_level("WARNING"):
         check_run(parse_run_args(["--num-rollout", "1", "--advantage-estimator", "broadcast", "--data-path", str(data)]))
     assert not [r for r in caplog.records if "ignored" in r.getMessage()]
+
+
+def _metadata_reads(tree: ast.AST) -> list[int]:
+    """Lines that read ``<x>.metadata`` (a key, ``.get``, ``in``, a copy): everything but writing a
+    key (``x.metadata[k] = v``, ``del``), replacing it (``x.metadata = {...}``) or ``.update(...)``."""
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    out = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and node.attr == "metadata" and isinstance(node.ctx, ast.Load)):
+            continue
+        parent = parents.get(node)
+        if isinstance(parent, ast.Subscript) and parent.value is node and not isinstance(parent.ctx, ast.Load):
+            continue
+        if isinstance(parent, ast.Attribute) and parent.attr == "update" and isinstance(parents.get(parent), ast.Call):
+            continue
+        out.append(node.lineno)
+    return sorted(out)
+
+
+#: the record itself (validating and serialising its own field) and the flag declarations, whose
+#: ``metadata`` is the dataclass field's (help text, aliases), not a sample's
+_METADATA_OWNERS = {"sample.py", "flags.py"}
+
+
+def test_slime_reads_no_sample_metadata_key():
+    """The trainer core reads a sample's typed fields (``Sample.trajectory`` for agent episodes);
+    ``metadata`` is the plugins' (``slime/sample.py``)."""
+    found = {}
+    for path in sorted(SLIME.rglob("*.py")):
+        if path.name in _METADATA_OWNERS and path.parent == SLIME:
+            continue
+        lines = _metadata_reads(ast.parse(path.read_text(), filename=str(path)))
+        if lines:
+            found[str(path.relative_to(REPO))] = lines
+    assert found == {}, f"slime/ reads sample metadata at {found}"
+
+
+def test_the_metadata_check_catches_a_read():
+    tree = ast.parse("s.metadata['a'] = 1\nx = s.metadata.get('b')\nif 'c' in s.metadata: pass\n"
+                     "s.metadata.update(d=1)\ns.metadata = {}\nmd = s.metadata\n")
+    assert _metadata_reads(tree) == [2, 3, 6]

@@ -95,11 +95,11 @@ def _groups(rollout_fn, args, rollout_id: int) -> list[list]:
 
 def _episode_scores(samples) -> list[float]:
     """The environment's score of each episode: the pieces of a trajectory split at a prefix break
-    (samples sharing ``metadata["group_index"]`` and ``["trajectory_id"]``) count once."""
+    (samples sharing a ``Sample.trajectory``) count once."""
     scores: dict = {}
     for s in samples:
         md = s.metadata or {}
-        key = (md["group_index"], md["trajectory_id"]) if "trajectory_id" in md and "group_index" in md else id(s)
+        key = (s.trajectory.group_index, s.trajectory.id) if s.trajectory is not None else id(s)
         scores[key] = max(scores.get(key, -1.0), md.get("env_score") or -1.0)
     return list(scores.values())
 
