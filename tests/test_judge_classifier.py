@@ -85,6 +85,60 @@ def test_the_same_tool_call_again_is_minus_one_whatever_it_returned(judge):
     assert _verdict(judge, JudgeInput("", "Call Bob.", "tool", other, "And todo.txt?", history)) == 1
 
 
+def test_the_same_read_after_an_edit_is_progress_not_a_loop():
+    lint = _call("exec", command="ruff check src")
+    history = [{"role": "user", "content": "Make the linter happy."},
+               {"role": "assistant", "content": "", "tool_calls": [lint]},
+               {"role": "tool", "content": "src/a.py:3:1: F401 `os` imported but unused\nFound 1 error."}]
+    # nothing changed since: the same call can only say the same thing
+    assert tool_verdict("Found 1 error.", [lint], "Make the linter happy.", history).verdict == -1
+    for edit in (_call("str_replace_editor", path="src/a.py", old="import os\n", new=""),
+                 _call("exec", command="sed -i '/^import os$/d' src/a.py")):
+        fixed = history + [{"role": "assistant", "content": "", "tool_calls": [edit]},
+                           {"role": "tool", "content": "ok"}]
+        assert tool_verdict("All checks passed!", [lint], "Make the linter happy.", fixed).verdict == 1
+        # and repeating it once more, with no edit in between, is a loop again
+        again = fixed + [{"role": "assistant", "content": "", "tool_calls": [lint]},
+                         {"role": "tool", "content": "All checks passed!"}]
+        assert tool_verdict("All checks passed!", [lint], "Make the linter happy.", again).verdict == -1
+
+
+@pytest.mark.parametrize("request_text", [
+    "Read report.md and suggest cuts, but please don't edit it.",
+    "Proofread report.md; do not modify the file, just list the typos.",
+    "Review report.md without changing anything.",
+])
+def test_an_edit_verb_under_a_negation_asks_for_no_edit(request_text):
+    write = [_call("write_file", path="report.md", content="(shorter)")]
+    assert tool_verdict("Saved report.md (1.2 kB)", write, request_text).verdict == -1
+    assert tool_verdict("Saved report.md (1.2 kB)", write, "Shorten report.md and save it.").verdict == 1
+
+
+@pytest.mark.parametrize("result", [
+    "npm: Befehl nicht gefunden",
+    "cp: Keine Berechtigung",
+    "bash: ./run.sh: Permission non accordée",
+    "zsh: commande introuvable : gradle",
+    "ls: no se puede acceder a 'out': No existe el archivo o el directorio",
+    "bash: docker: 未找到命令",
+    "build finished [Exit-Code 2]",
+    "tâche terminée (code de sortie 1)",
+    "proceso terminado con código de salida 3",
+    "进程已结束，退出码 1",
+    "file:///srv/app/index.mjs:12\n    throw new Error('no config');\n    ^\n\nError: no config\n"
+    "    at file:///srv/app/index.mjs:12:11\n    at ModuleJob.run (node:internal/modules/esm/module_job:195:25)",
+])
+def test_shell_errors_in_other_languages_and_node_stacks_are_failures(result):
+    assert tool_verdict(result, [_call("exec", command="x")], "Run it.").verdict == -1
+
+
+@pytest.mark.parametrize("result", ["finished [Exit-Code 0]", "terminé (code de sortie 0)",
+                                    "2024-02-01 04:00:12 WARN upstream timed out after 30 s\n"
+                                    "2024-02-01 04:00:13 INFO retry ok"])
+def test_a_zero_exit_code_or_a_timeout_inside_a_log_line_is_data(result):
+    assert tool_verdict(result, [_call("exec", command="x")], "Show the tail of the log.").verdict == 1
+
+
 def test_overwriting_the_users_file_is_not_rewarded(judge):
     history = [{"role": "user", "content": "Summarise my homework.docx for me."},
                {"role": "assistant", "content": "", "tool_calls": [_call("read_file", path="homework.docx")]},

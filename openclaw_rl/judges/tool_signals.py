@@ -5,19 +5,24 @@ result, and for every turn with tool calls (a repeated call is a failure whateve
 In order, the first rule that applies decides:
 
 1. **repeated call** (``-1``): a call of this turn has the same name and the same arguments (JSON
-   compared after parsing) as a call the assistant already made earlier in the conversation: it
-   can only return what it returned before (the reference system's judge rewarded such loops);
+   compared after parsing) as a call the assistant already made earlier in the conversation with
+   no state-changing call since (an edit, a write, an install): it can only return what it
+   returned before (the reference system's judge rewarded such loops); running the tests again
+   after an edit is not a repeat;
 2. **overwrote a user's file** (``-1``): a writing call (a write / save / create tool, or a shell
    command with ``>``, ``tee``, ``cp``, ``mv`` onto a path) whose target file already existed (it
    is named earlier in the conversation or in the request, or the result says it was overwritten
    or that its previous contents were replaced) while the user's request did not ask to write to
-   that file, or asked to leave it as it is ("keep notes.md as it is", "don't touch config.yaml");
+   that file (an edit verb under a negation, "suggest changes but don't change it", asks for none),
+   or asked to leave it as it is ("keep notes.md as it is", "don't touch config.yaml");
 3. **error caused by the call** (``-1``), read from the result's structure, not from words
    anywhere in it: a JSON object with an ``error`` key (unless the request asked for errors: an
    error tracker's event is data), ``ok`` / ``success`` false, a non-zero
    ``exit_code`` / ``returncode`` or an HTTP status 400-599; a Python traceback or an
    ``XxxError: ...`` line outside a log line; ``command not found``, ``No such file or directory``,
-   ``Permission denied``, ``fatal:`` / ``error:`` opening the result; ``exit code N`` (N > 0); an
+   ``Permission denied`` (also as German, French, Spanish and Chinese shells print them), a
+   Node.js stack frame, ``fatal:`` / ``error:`` opening the result; ``exit code N`` (N > 0, also
+   ``Exit-Code N``, ``code de sortie N``, ``código de salida N``, ``退出码 N``); an
    ``HTTP/1.1 404`` status line or ``404 Not Found``; a timeout, segfault or refused connection;
 3b. error *words* ("error", "failed", "exception", "not found", "cannot") count only when the
    request and the call did not ask for such data, they are not inside log lines (``2024-05-01
@@ -40,7 +45,8 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-__all__ = ["ToolVerdict", "tool_verdict", "canonical_call", "earlier_calls", "overwritten_path"]
+__all__ = ["ToolVerdict", "tool_verdict", "calls_since_last_change", "canonical_call", "earlier_calls",
+           "overwritten_path"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,33 @@ def earlier_calls(history: Sequence[Mapping] | None) -> list[Any]:
     return out
 
 
+#: a tool whose name says it changes state (files, packages, records): the same read after it may
+#: return something new ("pytest -q" again after an edit is progress, not a loop)
+_CHANGING_TOOL = re.compile(r"write|save|edit|patch|apply|replace|create|delete|remove|move|rename|update|insert|"
+                            r"append|install|commit|upload|put_file|str_replace", re.I)
+_CHANGING_COMMAND = re.compile(r"(^|[;&|]\s*)(sed -i|perl -pi|patch|git (apply|commit|checkout|reset|merge|pull)|"
+                               r"(pip|npm|yarn|pnpm|cargo|apt(-get)?) (install|add|remove|uninstall)|rm|mv|cp|touch|mkdir)\b")
+
+
+def _changes_state(call: Any) -> bool:
+    """Whether ``call`` changes what later calls see: a writing tool (:data:`_CHANGING_TOOL`), a
+    shell command writing a file (``>``, ``tee``, ``cp``, ``mv``) or editing / installing."""
+    if _CHANGING_TOOL.search(str(_fn(call).get("name", ""))) or _write_targets(call):
+        return True
+    args = _args(call)
+    command = (args.get("command") or args.get("cmd")) if isinstance(args, Mapping) else None
+    return isinstance(command, str) and bool(_CHANGING_COMMAND.search(command.strip()))
+
+
+def calls_since_last_change(history: Sequence[Mapping] | None) -> list[Any]:
+    """The tool calls of ``history`` after the last one that changed state (:func:`_changes_state`),
+    in order; all of them when none did. A call repeated among these can only return what it
+    returned before (module rule 1)."""
+    calls = earlier_calls(history)
+    last = max((i for i, c in enumerate(calls) if _changes_state(c)), default=-1)
+    return calls[last + 1:]
+
+
 def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -122,6 +155,8 @@ _OVERWROTE = re.compile(r"\b(overwr(ote|itten|iting)|replaced (the )?existing|ex
                         r"already exist\w*[^.]*\b(overwr|replac)|"
                         r"(previous|prior|old|original|existing) (file )?(contents?|content|version|data)\b[^.]*\b"
                         r"(replaced|overwritten|discarded|lost|gone))", re.I)
+#: a negated verb ("don't change", "do not edit", "never overwrite", "without touching"): not a request to edit
+_NEGATED_VERB = re.compile(r"\b(do(n'?t| not)|never|without|no need to)\s+(\w+\s+)?\w+", re.I)
 #: the request names a file to leave alone: "keep notes.md as it is", "don't touch config.yaml"
 _KEEP_BEFORE = (r"\b(keep|leave|preserve|do(n'?t| not) (touch|change|modify|edit|overwrite|alter)|"
                 r"never (touch|change|modify|edit|overwrite)|without (touching|changing|modifying|editing|overwriting))"
@@ -142,11 +177,12 @@ def overwritten_path(tool_calls, next_state: str, request: str | None,
     earlier = " ".join(_text(m.get("content")) + " " + json.dumps(m.get("tool_calls") or [], ensure_ascii=False)
                        for m in history or [] if isinstance(m, Mapping))
     asked = request or ""
+    wants_edit = bool(_EDIT_VERBS.search(_NEGATED_VERB.sub(" ", asked)))  # "don't change it" asks for no edit
     for call in tool_calls or []:
         for path in _write_targets(call):
             base = path.rstrip("/").rsplit("/", 1)[-1]
             existed = bool(base) and (base in earlier or base in asked or bool(_OVERWROTE.search(next_state or "")))
-            requested = base in asked and bool(_EDIT_VERBS.search(asked)) and not _kept(base, asked)
+            requested = base in asked and wants_edit and not _kept(base, asked)
             if existed and not requested:
                 return path
     return None
@@ -160,9 +196,17 @@ _HARD_LINE = re.compile(
     r"no such file or directory|permission denied|segmentation fault|core dumped|connection refused|"
     r"^\s*(fatal|error|err!|npm err!)\s*: |^E: |^\S*sh: (\d+: )?.*not found\s*$|^\s*panic: |cannot find module|is not recognized as an internal or external"
     r"|unknown (tool|function|command)\b|missing (required )?(argument|parameter)|"
-    r"unexpected keyword argument|invalid (argument|parameter|syntax|json|value|input)", re.I)
-_EXIT = re.compile(r"\b(exit(ed)?( with)?( code| status)?|return ?code|returncode|exit_code)[\"' :=]*"
-                   r"(-?\d+)\b|non-zero exit status (\d+)|\[exit (\d+)\]", re.I)
+    r"unexpected keyword argument|invalid (argument|parameter|syntax|json|value|input)|"
+    # the shell's own messages as localised builds print them (bash / coreutils gettext catalogues)
+    r"befehl nicht gefunden|keine berechtigung|datei oder verzeichnis nicht gefunden|commande introuvable|"
+    r"permission non accordée|aucun fichier ou dossier de ce type|orden no encontrada|comando no encontrado|"
+    r"permiso denegado|no existe el archivo o el directorio|未找到命令|权限不够|没有那个文件或目录|"
+    # a JavaScript / Node stack: "    at Module._load (node:internal/modules/cjs/loader:1080:15)"
+    r"^\s+at \S.*\(?(node:|file:|/|[a-z]:\\)\S*:\d+:\d+\)?\s*$|^node:internal/", re.I)
+_EXIT = re.compile(r"\b(?:exit(?:ed)?(?: with)?(?:[ _-]?code| status)?|return ?code|returncode|exit_code|exitcode|"
+                   r"code de (?:sortie|retour)|c[oó]digo de (?:salida|retorno)|r[üu]ckgabe(?:wert|code)|exit-?status|"
+                   r"退出(?:码|代码|状态))[\"' :=：]*(?P<code>-?\d+)\b|non-zero exit status (?P<status>\d+)|"
+                   r"\[exit (?P<bracket>\d+)\]", re.I)
 _HTTP = re.compile(r"\bhttp/\d(\.\d)? ([45]\d\d)\b|\b([45]\d\d) (not found|bad request|unauthori[sz]ed|forbidden|"
                    r"internal server error|service unavailable|bad gateway|too many requests|gateway time-?out|"
                    r"conflict|unprocessable entity|method not allowed|payload too large)\b|\bstatus[\"' :=]+([45]\d\d)\b",
@@ -211,7 +255,7 @@ def _structural_error(text: str, asked_for_errors: bool) -> str | None:
     if reason:
         return reason
     for m in _EXIT.finditer(text):
-        code = next((g for g in m.groups()[4:] if g is not None), None)
+        code = m.group("code") or m.group("status") or m.group("bracket")
         if code is not None and int(code) != 0:
             return f"exit code {code}"
     m = _HTTP.search(text)
@@ -223,7 +267,7 @@ def _structural_error(text: str, asked_for_errors: bool) -> str | None:
         hit = _HARD_LINE.search(ln)
         if hit:
             return hit.group(0).strip()
-    if _TIMEOUT.search(text):
+    if any(_TIMEOUT.search(ln) for ln in data_lines):  # a timeout in a log line the call read is data
         return "timeout"
     if not asked_for_errors:  # an error word in the first two words of the first / last line, or a short output
         short = len(data_lines) == 1 and len(data_lines[0].split()) <= 8
@@ -245,7 +289,7 @@ def tool_verdict(next_state: str | None, tool_calls=None, request: str | None = 
             turn (OpenAI form; earlier calls and mentioned files are read from it).
         role: ``"tool"`` when ``next_state`` is a tool result; otherwise only rules 1-2 apply.
     """
-    before = {canonical_call(c) for c in earlier_calls(history)}
+    before = {canonical_call(c) for c in calls_since_last_change(history)}
     for call in tool_calls or []:
         if canonical_call(call) in before:
             return ToolVerdict(-1, f"repeated tool call {canonical_call(call)[:120]}")
