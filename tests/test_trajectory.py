@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from openclaw_rl.agentic.agent_loop import AgentStep, Episode
-from openclaw_rl.agentic.trajectory import episode_samples
+from openclaw_rl.agentic.trajectory import episode_samples, lift_upstream_trajectory
 from openclaw_rl.capture.records import TurnRecord
-from slime.sample import LogprobSource, Sample, SampleStatus
+from slime.admission import fit_context
+from slime.sample import LogprobSource, Sample, SampleStatus, Trajectory
 
 
 def _turn(i: int, prompt: list[int], response: list[int], version: int = 0, constrained: bool = False) -> TurnRecord:
@@ -92,3 +93,31 @@ def test_episode_metrics_count_each_trajectory_once():
     assert m["agent/episodes"] == 2 and m["agent/steps"] == 1.5 and m["agent/env_score"] == 0.0
     assert m["agent/finish/answered"] == 0.5 and m["agent/finish/length"] == 0.5 and m["agent/prefix_breaks"] == 0
     assert episode_metrics([_template()]) == {}
+
+
+def test_the_trajectory_record_round_trips_cuts_and_refuses_bad_spans():
+    t1, t2 = _turn(1, [1, 2], [10, 11]), _turn(2, [1, 2, 10, 11, 50], [12, 13, 14])
+    [s] = episode_samples(_episode([t1, t2]), _template(), step_prm_scores=[0.5, -1.0])
+    assert Sample.from_dict(s.to_dict()) == s and s.to_dict()["trajectory"]["step_spans"] == [[0, 2], [3, 6]]
+    # the context cut keeps what fits: step 2's span is clipped, a span past the cut is dropped
+    cut = fit_context(s, 2 + 4)
+    assert cut.trajectory.step_spans == [(0, 2), (3, 4)] and cut.trajectory.step_scores == [0.5, -1.0]
+    assert fit_context(s, 2 + 3).trajectory == Trajectory(s.trajectory.id, 3, [(0, 2)], [0], [0.5])
+    with pytest.raises(ValueError, match="not inside"):
+        Sample(tokens=[1, 2, 3], response_length=1, rollout_log_probs=[0.0], trajectory=Trajectory("t", 0, [(0, 2)]))
+    with pytest.raises(ValueError, match="align"):
+        Trajectory("t", 0, [(0, 1), (1, 2)], step_scores=[1.0])
+    with pytest.raises(ValueError, match="group_index"):
+        Trajectory("t", -1)
+
+
+def test_an_upstream_generate_plugins_metadata_is_lifted_into_the_trajectory():
+    meta = {"trajectory_id": "ep-7", "group_index": 2, "step_spans": [[0, 1], [2, 3]], "step_prm_scores": [1.0, 0.0]}
+    s = Sample(tokens=[1, 2, 3, 4, 5], response_length=3, rollout_log_probs=[0.0] * 3, metadata=dict(meta))
+    assert lift_upstream_trajectory(s).trajectory == Trajectory("ep-7", 2, [(0, 1), (2, 3)], None, [1.0, 0.0])
+    plain = Sample(tokens=[1, 2], response_length=1, rollout_log_probs=[0.0], metadata={"group_index": 0})
+    assert lift_upstream_trajectory(plain).trajectory is None  # a single-turn sample stays one
+    bad = Sample(tokens=[1, 2], response_length=1, rollout_log_probs=[0.0], metadata={"step_spans": [[0, 5]]})
+    with pytest.raises(ValueError, match="step_spans"):
+        lift_upstream_trajectory(bad)
+    assert bad.trajectory is None
