@@ -11,7 +11,8 @@ Measures, p50 and p95 over ``--repeats`` runs, in one process:
 2. **Reset.** ``GuiSession.reset`` of a page (load the file:// page, seed, start the episode, read
    the instruction) plus its first observation, over the ``basic`` training pages in turn.
 3. **Step.** One ``pyautogui.click`` on an empty spot plus the next observation (screenshot and
-   element text).
+   element text), then the same for a text policy's episode (``"screenshot": false`` in the task
+   config: the element text only, as ``GuiTextEnv`` asks for a policy that cannot see images).
 4. **Observation parts.** The screenshot and the element text alone.
 
 Baseline: one Playwright round trip (``page.evaluate("1")``) on the same browser: the ratios say
@@ -78,17 +79,20 @@ def main() -> int:
         resets.append(time.perf_counter() - t0)
     session.reset({"task": "click-test-2", "seed": 0})
     steps = _time(lambda: session.step("pyautogui.click(600, 400)"), n)
+    session.reset({"task": "click-test-2", "seed": 0, "screenshot": False})
+    text_steps = _time(lambda: session.step("pyautogui.click(600, 400)"), n)
     shots = _time(browser.screenshot, n)
     texts = _time(lambda: browser.evaluate(DOM_ELEMENTS_JS, 200), n)
     browser.kill()
     b50 = statistics.median(base)
     result = {"baseline_roundtrip": _stats(base), "browser_start": _stats(starts), "reset": _stats(resets),
-              "step": _stats(steps), "screenshot": _stats(shots), "element_text": _stats(texts),
+              "step": _stats(steps), "step_text_policy": _stats(text_steps), "screenshot": _stats(shots), "element_text": _stats(texts),
               "pages": {"total": len(mw.page_names()), "train": len(mw.task_pages("train")),
                         "eval": len(mw.task_pages("eval")), "train_basic": len(mw.task_pages("train", True)),
                         "eval_basic": len(mw.task_pages("eval", True))}}
     print(f"{'operation':<16}{'p50 ms':>10}{'p95 ms':>10}{'x round trip':>14}")
-    for key in ("baseline_roundtrip", "browser_start", "reset", "step", "screenshot", "element_text"):
+    for key in ("baseline_roundtrip", "browser_start", "reset", "step", "step_text_policy", "screenshot",
+                "element_text"):
         s = result[key]
         print(f"{key:<16}{s['p50_ms']:>10}{s['p95_ms']:>10}{s['p50_ms'] / (1000 * b50):>14.1f}")
     print("pages:", result["pages"])

@@ -1,7 +1,7 @@
 """Chat templates for the built-in models.
 
 Both templates follow the Hermes / Qwen2.5 / Qwen3 tool-calling convention, which is what
-:mod:`openclaw_rl.tool_parser` parses back out of generated text:
+:mod:`openclaw_rl.server.tool_parser` parses back out of generated text:
 
 * tools are listed in the system turn as JSON inside ``<tools></tools>``;
 * an assistant tool call is ``<tool_call>\\n{"name": ..., "arguments": {...}}\\n</tool_call>``;

@@ -290,7 +290,7 @@ def test_tool_calls_reach_the_bfcl_checker(tool_server, tmp_path):
     # on one, a malformed one on another), so the path is checked whatever it wrote: a call the
     # server parsed reaches the checker as a call (wrong function: `read` is not BFCL's), and text
     # the server left as content holds no well-formed call (the checker says no_call).
-    from openclaw_rl.tool_parser import parse_reply
+    from openclaw_rl.server.tool_parser import parse_reply
     for r in records:
         d = r["detail"]
         assert parse_reply(d["content"] or "", True, True).tool_calls == [], r

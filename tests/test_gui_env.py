@@ -23,6 +23,7 @@ import pytest
 
 from openclaw_rl.envs.gui.actions import ActionError, parse_action
 from openclaw_rl.envs.gui.browser import BrowserError, check_backend, process_group_alive
+from openclaw_rl.envs.gui.session import TaskConfigError
 
 pytestmark = pytest.mark.skipif(not (shutil.which("chromium") and shutil.which("chromedriver")),
                                 reason="Debian chromium / chromium-driver not installed (make install)")
@@ -147,6 +148,32 @@ def test_observation_screenshot_is_a_png_of_the_screen(session):
     assert "not valid Python" in info["action_error"] and not done
     obs, reward, done, info = session.step("FAIL")
     assert done and reward == -1.0 and session.evaluate() == -1.0
+
+
+def test_an_episode_of_a_text_policy_takes_no_screenshot(session, monkeypatch):
+    """``"screenshot": false`` (what GuiTextEnv sends for a policy that cannot see images) leaves
+    the capture out of every observation although the observation type has a screenshot."""
+    assert session.config.wants_screenshot
+    shots = []
+    real = session.browser.screenshot
+    monkeypatch.setattr(session.browser, "screenshot", lambda: shots.append(1) or real())
+    first = session.reset({"task": "click-button", "seed": 0, "screenshot": False})
+    obs, _, _, _ = session.step("WAIT")
+    assert first["observation"]["screenshot_b64"] is None and obs["screenshot_b64"] is None and not shots
+    assert first["observation"]["text"]  # the element text is still there
+    assert session.reset({"task": "click-button", "seed": 0})["observation"]["screenshot_b64"] and shots == [1]
+    with pytest.raises(TaskConfigError, match="screenshot must be true or false"):
+        session.reset({"task": "click-button", "screenshot": "no"})
+
+
+def test_the_text_env_asks_for_screenshots_only_for_a_vision_policy(monkeypatch):
+    from openclaw_rl.envs.gui.config import gui_flags
+    from openclaw_rl.envs.gui.env import GuiTextEnv
+
+    flags = gui_flags({"GUI_OBSERVATION_TYPE": "screenshot_a11y_tree"})
+    task = {"task_config": {"task": "click-button", "seed": 3}}
+    assert GuiTextEnv("click-button#3", task, flags).task_config["screenshot"] is False
+    assert GuiTextEnv("click-button#3", {**task, "image_observations": True}, flags).task_config["screenshot"] is True
 
 
 # -- the pool server --------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from openclaw_rl.tool_parser import OutputParser, parse_tool_call_json
+from openclaw_rl.server.tool_parser import OutputParser, parse_tool_call_json
 
 
 def _run(chunks, **kw) -> tuple[list[tuple], OutputParser]:

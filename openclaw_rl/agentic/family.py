@@ -204,9 +204,16 @@ class AgentFamily(ABC):
     def reward(self, sample: "Sample") -> dict:
         """The ``--custom-rm-path`` reward of a finished episode's sample (default: the
         environment's score, -1 for an episode that could not be scored, ``acc`` 1 when solved)."""
-        score = sample.metadata.get("env_score")
-        score = -1.0 if score is None else float(score)
+        score = self.env_score(sample)
         return {"score": score, "acc": 1.0 if self.solved(score) else 0.0}
+
+    @staticmethod
+    def env_score(sample: "Sample") -> float:
+        """The environment's score of the sample's episode (``metadata["env_score"]``, written by
+        :func:`openclaw_rl.agentic.trajectory.episode_samples`), -1.0 for an episode that could not
+        be scored (it failed before the first step, or its environment raised)."""
+        score = sample.metadata.get("env_score")
+        return -1.0 if score is None else float(score)
 
     def solved(self, score: float | None) -> bool:
         """Whether an episode with environment score ``score`` solved its task (default: >= 1)."""

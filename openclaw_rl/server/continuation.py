@@ -49,7 +49,7 @@ from typing import Iterable
 
 from openclaw_rl.capture.store import TurnRecord
 from openclaw_rl.server.prompt import render_text, tokenize
-from openclaw_rl.tool_parser import parse_reply
+from openclaw_rl.server.tool_parser import parse_reply
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ window) ended the reply, even after complete tool calls; ``tool_calls`` when the
 reply that holds calls; ``stop`` otherwise. A ``<tool_call>`` block that the model did not close
 itself (cut by ``max_tokens`` or a stop sequence) is never returned as a call: its text stays
 content (unless the reply was sampled under a grammar, where it can only have been a call: then
-it is dropped, see :class:`~openclaw_rl.tool_parser.OutputParser`). Logprob entries carry each token's own bytes (:mod:`openclaw_rl.server.token_bytes`).
+it is dropped, see :class:`~openclaw_rl.server.tool_parser.OutputParser`). Logprob entries carry each token's own bytes (:mod:`openclaw_rl.server.token_bytes`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Literal
 from openclaw_rl.engine import GenerationOutput, TokenEvent
 from openclaw_rl.server.detokenize import IncrementalDecoder
 from openclaw_rl.server.token_bytes import TokenBytes
-from openclaw_rl.tool_parser import OutputParser, ParsedToolCall
+from openclaw_rl.server.tool_parser import OutputParser, ParsedToolCall
 
 
 #: what a streamed chat event carries (the closed vocabulary of :class:`ChatEvent`)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from openclaw_rl.server.reply import ChatEvent
-from openclaw_rl.tool_parser import ParsedToolCall
+from openclaw_rl.server.tool_parser import ParsedToolCall
 
 #: the closed vocabulary of block kinds
 BlockKind = Literal["reasoning", "text", "tool_call"]

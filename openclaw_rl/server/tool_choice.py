@@ -18,7 +18,7 @@ the model choosing when to stop. Nothing else may precede the call (no content, 
 Near ``max_tokens`` the engine closes the call in time (:mod:`openclaw_rl.engine.closing`: its
 last argument string or list cut short); a forced reply that cannot be closed within
 ``max_tokens`` and is cut before its call is complete has no content either: the
-unfinished markup is neither a call nor text (see :class:`openclaw_rl.tool_parser.OutputParser`). The arguments follow the function's
+unfinished markup is neither a call nor text (see :class:`openclaw_rl.server.tool_parser.OutputParser`). The arguments follow the function's
 ``parameters`` JSON schema exactly: required keys present, types right, and no key the schema does
 not declare unless it allows other keys explicitly
 (:func:`openclaw_rl.server.json_schema.closed_schema`); they are written without free whitespace
@@ -39,7 +39,7 @@ from openclaw_rl.engine.grammar import grammar_error
 from openclaw_rl.server.errors import APIError
 from openclaw_rl.server.json_schema import closed_schema
 from openclaw_rl.server.protocol import ChatCompletionRequest
-from openclaw_rl.tool_parser import TOOL_CLOSE, TOOL_OPEN
+from openclaw_rl.server.tool_parser import TOOL_CLOSE, TOOL_OPEN
 
 
 #: arguments are written as ``json.dumps`` writes them (no free whitespace a model could pad

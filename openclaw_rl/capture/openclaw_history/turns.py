@@ -12,7 +12,7 @@ left one assistant message. So each assistant message of the active branch becom
   context carrier, the turn-aborted notice), model and thinking-level changes, and an assistant
   message that ended in an error or abort with nothing said (no reply the user saw).
 * **response**: the assistant's text and tool calls written the way the model wrote them
-  (:func:`openclaw_rl.tool_parser.render_reply`); ``tool_calls`` as the live server records them;
+  (:func:`openclaw_rl.server.tool_parser.render_reply`); ``tool_calls`` as the live server records them;
   ``completion_id`` the ``responseId`` OpenClaw kept (our server's ``chatcmpl-...`` id when the
   conversation went through it).
 * **main or side**: side when the run's trigger (OpenClaw's own turn type, from the run's
@@ -38,7 +38,7 @@ from openclaw_rl.capture.openclaw_history.sources import HistorySession
 from openclaw_rl.capture.records import READY, SIDE, TurnRecord, TurnType
 from openclaw_rl.capture.sessions import extract_next_state
 from openclaw_rl.capture.turn_rules import TurnRules
-from openclaw_rl.tool_parser import render_reply
+from openclaw_rl.server.tool_parser import render_reply
 
 __all__ = ["SIDE_TRIGGERS", "SOURCE", "SessionTurnError", "session_turns"]
 

@@ -157,6 +157,7 @@ class GuiTextEnv:
         self.sleep_after = float(sleep) if isinstance(sleep, (int, float)) and sleep >= 0 else \
             flags.gui_sleep_after_execution
         self.task_config.setdefault("wait_after_reset", flags.gui_wait_after_reset)
+        self.task_config["screenshot"] = self.images  # a text policy never sees it: the pool skips the capture
         self.session = None
         self.done, self.last_reward = False, None
 

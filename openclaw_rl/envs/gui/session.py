@@ -1,8 +1,11 @@
 """One GUI episode on one browser: ``reset(task_config)``, ``get_obs()``, ``step(action)``,
 ``evaluate()``, ``close()`` (upstream's DesktopEnv-style interface, served by the GUI pool).
 
-* ``reset({"task": "click-button", "seed": 3, "data_mode"?, "time_limit_s"?, "wait_after_reset"?})``
-  loads the MiniWoB page and starts a seeded episode (:mod:`~openclaw_rl.envs.gui.miniwob_tasks`).
+* ``reset({"task": "click-button", "seed": 3, "data_mode"?, "time_limit_s"?, "wait_after_reset"?,
+  "screenshot"?})`` loads the MiniWoB page and starts a seeded episode
+  (:mod:`~openclaw_rl.envs.gui.miniwob_tasks`). ``"screenshot": false`` leaves the screenshot out of
+  this episode's observations although ``GUI_OBSERVATION_TYPE`` has one (a text policy never sees
+  it, so the pool does not take it: a PNG capture a step); absent or true: as the type says.
   A page that does not load within the page-load timeout, or a browser that is gone, does not
   raise: the episode is over (``done``), the observation text and ``info["error"]`` say why, and
   it scores -1.
@@ -14,7 +17,7 @@
   ends it (MiniWoB's ``WOB_DONE_GLOBAL``), after ``max_steps`` actions, or when the browser dies.
   ``reward`` is 0 until the episode ends, then its score.
 * observation: ``{"screenshot_b64": base64 PNG | None, "text": element table | "", "instruction"}``
-  (screenshot and text as ``GUI_OBSERVATION_TYPE`` asks).
+  (screenshot and text as ``GUI_OBSERVATION_TYPE`` asks, the screenshot only when the episode wants it).
 * ``evaluate()`` -> +1 when MiniWoB ended the episode with raw reward > 0, else -1.
 """
 
@@ -63,6 +66,9 @@ def _task_fields(task_config: Any) -> tuple[str, Any, str | None, float, float |
     for key, val in (("time_limit_s", limit), ("wait_after_reset", wait)):
         if val is not None and (isinstance(val, bool) or not isinstance(val, (int, float)) or val < 0):
             raise TaskConfigError(f"{key} must be a number >= 0, got {val!r}")
+    shot = task_config.get("screenshot")
+    if shot is not None and not isinstance(shot, bool):
+        raise TaskConfigError(f"screenshot must be true or false, got {shot!r}")
     return name, seed, mode, float(limit), None if wait is None else float(wait)
 
 
@@ -90,6 +96,7 @@ class GuiSession:
         self.reason: str | None = None
         self.history: list[dict] = []
         self.reset_s = 0.0
+        self.wants_screenshot = config.wants_screenshot  # per episode from reset's task config
 
     # -- episode -------------------------------------------------------------------------------
     def reset(self, task_config: dict) -> dict:
@@ -99,6 +106,7 @@ class GuiSession:
             TaskConfigError: an unknown task or a bad field (nothing is loaded).
         """
         name, seed, mode, limit_s, wait = _task_fields(task_config)
+        self.wants_screenshot = self.config.wants_screenshot and task_config.get("screenshot") is not False
         t0 = time.monotonic()
         self.task, self.seed, self.started = name, seed, True
         self.done, self.error, self.steps, self.raw_reward, self.reason, self.history = False, None, 0, None, None, []
@@ -150,7 +158,7 @@ class GuiSession:
         shot, text = None, ""
         if self.error is None or self.browser.alive:
             try:
-                if self.config.wants_screenshot:
+                if self.wants_screenshot:
                     shot = base64.b64encode(self.browser.screenshot()).decode()
                 if self.config.wants_text:
                     text = render_elements(self.browser.evaluate(DOM_ELEMENTS_JS, 200))

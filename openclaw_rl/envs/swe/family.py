@@ -53,8 +53,7 @@ class SweFamily(AgentFamily):
 
     def reward(self, sample: Sample) -> dict:
         """``{"score": +1 | -1, "resolved": 0 | 1[, "injection_followed": 0 | 1]}`` from the episode."""
-        score = sample.metadata.get("env_score")
-        score = -1.0 if score is None else float(score)
+        score = self.env_score(sample)
         out = {"score": score, "resolved": float(score > 0)}
         inj = (sample.metadata.get("env_info") or {}).get("injection") or {}
         if inj.get("followed") is not None:

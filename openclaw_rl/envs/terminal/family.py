@@ -50,6 +50,5 @@ class TerminalFamily(AgentFamily):
 
     def reward(self, sample: Sample) -> dict:
         """``{"score": 2*acc - 1, "acc": acc}`` from the environment's score."""
-        score = sample.metadata.get("env_score")
-        score = -1.0 if score is None else float(score)
+        score = self.env_score(sample)
         return {"score": score, "acc": (score + 1.0) / 2.0}
