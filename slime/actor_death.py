@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from slime.checkpoint import find_latest_checkpoint
 
 __all__ = ["ActorDied", "actor_death_line", "resume_hint"]
 
@@ -24,8 +25,6 @@ class ActorDied(RuntimeError):
 
 def resume_hint(cfg) -> str:
     """How to resume the run ``cfg`` from what is on disk now (one clause)."""
-    from slime.checkpoint import find_latest_checkpoint
-
     if not cfg.save:
         return "no checkpoint is kept (--save not given): a new run starts over from the base model"
     latest = find_latest_checkpoint(cfg.save)

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from slime.config_checks import KL_LOSS_TYPES, LOSS_TYPES, check_core
 from slime.flags import ConfigError, FlagSpec, add_flag_group, build_flags, flag, flag_specs, resolve_flags
 
 __all__ = [
@@ -34,8 +35,6 @@ __all__ = [
     "validate_config",
 ]
 
-KL_LOSS_TYPES = ("k1", "k2", "k3", "low_var_kl")
-LOSS_TYPES = ("policy_loss", "custom_loss")
 _PLUGIN = "path/to/file.py[:function] or package.module.function"
 
 
@@ -53,7 +52,6 @@ class SlimeConfig:
     ``args`` slime-style plugins get. ``explicit`` names the flags given on the command line;
     ``unknown_args`` holds unparsed tokens when ``allow_unknown=True``.
     """
-
     # rollout
     rollout_batch_size: int = flag(16, "prompts (live: judged turns) per rollout step", group="rollout", ge=1)
     n_samples_per_prompt: int = flag(1, "responses sampled per prompt (GRPO group size)", group="rollout",
@@ -326,7 +324,6 @@ class FlagSection:
     recognised to give a clear error (another method's flags: ``needs`` says what they need,
     e.g. ``"--advantage-estimator opd"``). ``title``: the ``--help`` group title.
     """
-
     cls: type
     title: str
     key: str | None = None
@@ -443,6 +440,5 @@ def default_method(n_samples_per_prompt: int) -> str:
 
 def validate_config(cfg: SlimeConfig) -> None:
     """Check cross-flag consistency of ``cfg``; return ``None`` or raise :class:`ConfigError`."""
-    from slime.config_checks import check_core
-    check_core(cfg)
+    check_core(cfg, core_flag_specs())
 

@@ -51,16 +51,17 @@ from typing import Any
 import torch
 
 from slime.arguments import SlimeConfig
-from slime.batch import SampleBatch, collate_samples, split_micro_batches
 from slime.backend_io import BackendIOMixin, processor_files
+from slime.batch import SampleBatch, collate_samples, split_micro_batches
 from slime.data_parallel import DataParallel
-from slime.step_parts import MicroBatch, empty_metrics, gathered_metrics
 from slime.loss_guard import LossPluginError, callable_name, checked_loss
+from slime.step_parts import MicroBatch, empty_metrics, gathered_metrics
 from slime.collapse_guard import (GuardPolicy, SpikeDetector, advantage_scale, grad_norm_per_advantage, guard_metrics,
                                    update_kl_k3)
 from slime.logprobs import TokenLogprobs, compute_token_logprobs
-from slime.policy_model import DEFAULT_LORA_TARGET_MODULES, build_policy
 from slime.losses import LossInputs, LossOutputs, PolicyLossConfig, policy_loss, reduce_metrics
+from slime.models import load_model, load_tokenizer, resolve_model_path
+from slime.policy_model import DEFAULT_LORA_TARGET_MODULES, build_policy
 from slime.sample import Sample, SampleStatus
 
 __all__ = ["DEFAULT_LORA_TARGET_MODULES", "LossFn", "LossPluginError", "TrainingBackend"]
@@ -160,7 +161,6 @@ class TrainingBackend(BackendIOMixin):
         if model is None:
             if not cfg.model_path:
                 raise ValueError("TrainingBackend needs cfg.model_path (--model-path) or model=")
-            from slime.models import load_model, resolve_model_path
 
             model = load_model(cfg.model_path, dtype=dtype)
             if tokenizer is None:
@@ -197,7 +197,6 @@ class TrainingBackend(BackendIOMixin):
     # ------------------------------------------------------------------ helpers
     @staticmethod
     def _try_load_tokenizer(model_path: str) -> Any:
-        from slime.models import load_tokenizer
 
         try:
             return load_tokenizer(model_path)

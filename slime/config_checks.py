@@ -7,34 +7,32 @@ name (a registered name or a ``path/to/method.py:Class`` spec).
 
 from __future__ import annotations
 
-import re
+from collections.abc import Iterable
 from typing import Any
 
-from slime.flags import ConfigError, check_bounds
+from slime.flags import ConfigError, FlagSpec, check_bounds
+from slime.methods.registry import method_names
+from slime.placement import gpu_ids
+from slime.plugin_specs import PLUGIN_SPEC_FLAGS, is_plugin_spec
 
-__all__ = ["PLUGIN_SPEC_FLAGS", "check_core", "is_plugin_spec"]
+__all__ = ["KL_LOSS_TYPES", "LOSS_TYPES", "PLUGIN_SPEC_FLAGS", "check_core", "is_plugin_spec"]
 
-# "path/to/file.py", "path/to/file.py:name" or "package.module.name"
-_PLUGIN_FILE_RE = re.compile(r"^.+\.py(:[A-Za-z_][A-Za-z0-9_]*)?$")
-_PLUGIN_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
-PLUGIN_SPEC_FLAGS = ("custom_loss_function_path", "rollout_function_path", "custom_generate_function_path",
-                     "custom_rm_path")
-
-
-def is_plugin_spec(spec: str) -> bool:
-    """Whether ``spec`` looks like ``path/to/file.py[:name]`` or ``package.module.name``."""
-    return bool(_PLUGIN_FILE_RE.match(spec) or _PLUGIN_MODULE_RE.match(spec))
+#: the ``--kl-loss-type`` estimators (:func:`slime.losses.kl_penalty`)
+KL_LOSS_TYPES = ("k1", "k2", "k3", "low_var_kl")
+#: the ``--loss-type`` values
+LOSS_TYPES = ("policy_loss", "custom_loss")
 
 
-def check_core(cfg: Any) -> None:
-    """Check ``cfg``; return ``None`` or raise :class:`ConfigError` (message names the flag)."""
-    from slime.arguments import KL_LOSS_TYPES, LOSS_TYPES, core_flag_specs
+def check_core(cfg: Any, specs: Iterable[FlagSpec]) -> None:
+    """Check ``cfg`` (a :class:`slime.arguments.SlimeConfig`) against its core flag declarations
+    ``specs`` (their bounds) and the cross-flag rules; return ``None`` or raise
+    :class:`ConfigError` (message names the flag)."""
 
     def need(ok: bool, message: str) -> None:
         if not ok:
             raise ConfigError(message)
 
-    for spec in core_flag_specs():
+    for spec in specs:
         check_bounds(spec, getattr(cfg, spec.name))
     need(cfg.global_batch_size % cfg.micro_batch_size == 0,
          f"--global-batch-size {cfg.global_batch_size} is not divisible by --micro-batch-size {cfg.micro_batch_size}")
@@ -67,8 +65,6 @@ def check_core(cfg: Any) -> None:
 
 
 def _check_method_name(name: str) -> None:
-    from slime.methods.registry import method_names
-
     names = method_names()
     if name in names or is_plugin_spec(name):
         return
@@ -79,8 +75,6 @@ def _check_method_name(name: str) -> None:
 def _check_gpu_ids(cfg: Any, need) -> None:
     """``--actor-gpu-ids`` / ``--rollout-gpu-ids``: integers, one per train actor (one node) and
     one per rollout GPU."""
-    from slime.placement import gpu_ids
-
     try:
         actor, rollout = gpu_ids(cfg.actor_gpu_ids), gpu_ids(cfg.rollout_gpu_ids)
     except ValueError as exc:

@@ -37,6 +37,7 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
+from slime.logprobs import compute_token_logprobs
 
 __all__ = ["DataParallel", "ShardedLogprobs", "init_data_parallel"]
 
@@ -77,7 +78,6 @@ class ShardedLogprobs(torch.nn.Module):
         self.policy = policy
 
     def forward(self, *args: Any, **kwargs: Any):  # noqa: D102 (see the class docstring)
-        from slime.logprobs import compute_token_logprobs
 
         out = compute_token_logprobs(self.policy, *args, **kwargs)
         return out.logprobs_B_T, out.entropy_B_T, out.extra_logprobs_B_T_K
@@ -86,7 +86,6 @@ class ShardedLogprobs(torch.nn.Module):
 @dataclass
 class DataParallel:
     """This process's place among the train ranks (see module docstring)."""
-
     rank: int
     world_size: int
     device: torch.device

@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from slime.arguments import KL_LOSS_TYPES
+from slime.config_checks import KL_LOSS_TYPES
 
 __all__ = [
     "LossInputs",
@@ -51,7 +51,6 @@ class PolicyLossConfig:
     ``eps_clip <= 0``, ``eps_clip_high <= 0``, ``eps_clip_c <= 1``, unknown ``kl_loss_type``,
     negative coefficients or ``tis_cap <= 0``.
     """
-
     eps_clip: float = 0.2
     eps_clip_high: float | None = None
     eps_clip_c: float | None = None
@@ -114,7 +113,6 @@ class LossInputs:
 
     Raises ``ValueError`` (in ``__post_init__``) on a shape mismatch or ``global_num_tokens <= 0``.
     """
-
     logprobs_B_T: torch.Tensor
     old_logprobs_B_T: torch.Tensor
     advantages_B_T: torch.Tensor
@@ -157,7 +155,6 @@ class LossOutputs:
     sums: un-normalised per-token sums of each metric (python floats).
     counts: token count each metric in ``sums`` is normalised by.
     """
-
     loss: torch.Tensor
     num_tokens: float
     sums: dict[str, float] = field(default_factory=dict)

@@ -17,13 +17,17 @@ plugin specs are kept).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from slime.arguments import core_flag_specs
 from slime.flags import FlagSpec
+from slime.plugin_specs import is_plugin_spec
+from slime.plugins import REPO_ROOT, split_spec
 
 __all__ = ["CALLER_CWD_ENV", "absolute_path", "absolute_paths", "caller_cwd", "published_dir"]
 
@@ -46,8 +50,6 @@ def caller_cwd() -> Path:
 
 
 def _looked_up(value: str, cwd: Path) -> Path:
-    from slime.plugins import REPO_ROOT
-
     for base in (cwd, REPO_ROOT):
         if (base / value).exists():
             return (base / value).resolve()
@@ -60,9 +62,6 @@ def absolute_path(value: str | None, kind: str, cwd: Path) -> str | None:
         return value
     value = str(value)
     if kind == "plugin":
-        from slime.config_checks import is_plugin_spec
-        from slime.plugins import split_spec
-
         if not is_plugin_spec(value):
             return value  # a registered name
         target, func, is_file = split_spec(value)
@@ -96,10 +95,6 @@ def absolute_paths(cfg: Any, section_specs: Iterable[tuple[str, Iterable[FlagSpe
         The new config (core fields via ``dataclasses.replace``, sections via
         ``with_section_values``); ``explicit`` is unchanged.
     """
-    import dataclasses
-
-    from slime.arguments import core_flag_specs
-
     base = Path(cwd) if cwd is not None else caller_cwd()
     changes = {s.name: absolute_path(getattr(cfg, s.name), s.path, base) for s in core_flag_specs() if s.path}
     out = dataclasses.replace(cfg, **{k: v for k, v in changes.items() if v != getattr(cfg, k)})

@@ -13,6 +13,7 @@ from typing import Any
 from slime.loss_plugins import load_loss_plugin, probe_loss_plugin
 from slime.losses import PolicyLossConfig
 from slime.plugins import PluginError
+from slime.prompt_data import load_prompts
 from slime.reward_plugins import RewardPlugin
 from slime.rollout_plugins import load_generate_function, load_rollout_function, rollout_choice
 
@@ -59,7 +60,6 @@ def check_plugins(cfg: Any, method: Any = None) -> list[str]:
         load_generate_function(cfg.custom_generate_function_path)
         lines.append(f"generate: {cfg.custom_generate_function_path}")
     if cfg.prompt_data:
-        from slime.prompt_data import load_prompts
 
         if not cfg.custom_rm_path:
             raise PluginError("--prompt-data needs a reward for the generated responses: give --custom-rm-path")

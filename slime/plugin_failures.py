@@ -13,7 +13,9 @@ import logging
 import threading
 import traceback
 
-from slime.errors import error_line
+from slime.errors import error_line, one_line
+from slime.loss_guard import LossPluginError
+from slime.plugins import PluginError
 from slime.sample import Sample, SampleStatus
 
 __all__ = ["FailureBudget", "PluginFailureError", "mark_failed", "plugin_error_message"]
@@ -101,10 +103,6 @@ def plugin_error_message(exc: BaseException) -> str | None:
     :class:`PluginFailureError`, :class:`slime.loss_guard.LossPluginError` or
     :class:`slime.plugins.PluginError`.
     """
-    from slime.errors import one_line
-    from slime.loss_guard import LossPluginError
-    from slime.plugins import PluginError
-
     seen: set[int] = set()
     todo: list[BaseException | None] = [exc]
     while todo:

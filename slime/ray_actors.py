@@ -28,12 +28,18 @@ from pathlib import Path
 
 import ray
 
+from slime.admission import AdmissionPolicy, admit
+from slime.backend import TrainingBackend
 from slime.calls import call_sync
+from slime.checkpoint import RUN_CONFIG, find_checkpoint_of_version, resume_point  # noqa: F401 (RUN_CONFIG re-exported)
 from slime.collapse_guard import act_on_collapse
-from slime.checkpoint import RUN_CONFIG  # noqa: F401 (the run's config file; re-exported)
+from slime.data_parallel import init_data_parallel
 from slime.fault_points import reached
+from slime.loss_plugins import load_loss_plugin
 from slime.methods.registry import load_method_class
-from slime.rollout_plugins import load_rollout_function, normalize_rollout_output, rollout_spec
+from slime.paths import published_dir
+from slime.promotion import GateData, measure_version
+from slime.rollout_plugins import load_rollout_function, normalize_rollout_output, rollout_choice, rollout_spec
 from slime.services import load_service_class
 
 log = logging.getLogger(__name__)
@@ -140,8 +146,6 @@ class RolloutManager:
     def gate_data(self):
         """The promotion gate's items (:class:`slime.promotion.GateData`): the service's
         ``gate_data()``, or nothing to measure when the service has none."""
-        from slime.promotion import GateData
-
         fn = getattr(self.service, "gate_data", None)
         return fn() if fn is not None else GateData()
 
@@ -191,28 +195,22 @@ class TrainActor:
         _use_all_cores(share=self.cfg.actor_num_gpus_per_node, threads=self.cfg.train_threads)
         import torch
 
-        from slime.backend import TrainingBackend
         cfg = self.cfg
         on_gpu = bool(ray.get_gpu_ids()) and torch.cuda.is_available()
         device = torch.device("cuda", 0) if on_gpu else torch.device("cpu")  # Ray set CUDA_VISIBLE_DEVICES
         data_parallel = None
         if self.world_size > 1:
-            from slime.data_parallel import init_data_parallel
             data_parallel = init_data_parallel(self.rank, self.world_size, address, device)
 
         self.method = load_method_class(cfg.advantage_estimator)(cfg)
         loss_fn = None
         spec = cfg.custom_loss_function_path or self.method.loss_function()
         if spec:  # any of the three conventions, see slime.loss_plugins
-            from slime.loss_plugins import load_loss_plugin
             loss_fn = load_loss_plugin(spec, cfg)
         self.backend = TrainingBackend(cfg, loss_fn=loss_fn, device=device,
                                        dtype=torch.bfloat16 if on_gpu else torch.float32,
                                        data_parallel=data_parallel)
-        from slime.paths import published_dir
         self.export_root = published_dir(cfg)
-        from slime.admission import AdmissionPolicy
-        from slime.rollout_plugins import rollout_choice
         model_config = getattr(self.backend.model, "config", None)
         self.admission = AdmissionPolicy.from_config(
             cfg, getattr(model_config, "max_position_embeddings", None), rollout_choice(cfg).generates)
@@ -224,7 +222,6 @@ class TrainActor:
     def admit(self, samples):
         """The context limit, the truncated-reply policy and the rollout log-probs of samples
         without engine log-probs (:func:`slime.admission.admit`); returns ``(samples, metrics)``."""
-        from slime.admission import admit
         return admit(samples, self.admission, self.backend)
 
     def prepare_samples(self, samples):
@@ -239,7 +236,6 @@ class TrainActor:
         """Load ``--resume-from-checkpoint`` if given; returns its step (None otherwise)."""
         if not self.cfg.resume_from_checkpoint:
             return None
-        from slime.checkpoint import resume_point
         if resume_point(self.cfg.resume_from_checkpoint) is None:  # died before its first checkpoint
             log.info("%s holds no checkpoint yet: resuming at step 0 from the base model",
                      self.cfg.resume_from_checkpoint)
@@ -286,8 +282,6 @@ class TrainActor:
         Raises:
             FileNotFoundError: no checkpoint holds ``version`` (e.g. pruned, or never saved).
         """
-        from slime.checkpoint import find_checkpoint_of_version
-
         ckpt = find_checkpoint_of_version(self.cfg.save, version) if self.cfg.save else None
         if ckpt is None and version != self.backend.initial_version:
             raise FileNotFoundError(f"no checkpoint of weight version {version} under {self.cfg.save}")
@@ -307,8 +301,6 @@ class TrainActor:
     def gate_measure(self, data, skip=frozenset()):
         """Measure the current weights for the promotion gate
         (:func:`slime.promotion.measure_version` on ``data``'s items not in ``skip``)."""
-        from slime.promotion import measure_version
-
         reached("gate", self.backend.weight_version)  # a fault test may kill the trainer here
         return measure_version(self.backend, data, set(skip), canary_max_tokens=self.cfg.gate_canary_max_tokens,
                                temperature=self.cfg.rollout_temperature, seed=self.cfg.seed)

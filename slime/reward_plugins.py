@@ -37,6 +37,7 @@ from typing import Any
 
 from slime.calls import call_async
 from slime.errors import error_line, one_line
+from slime.models import resolve_model_path
 from slime.plugins import (PluginError, check_parameters, check_return_annotation, load_module,
                            positional_parameters, split_spec)
 from slime.sample import Sample
@@ -66,7 +67,6 @@ def reward_config(args: Any) -> dict[str, Any]:
         out["prm_model_path"] = out.get("model_path")
     for key in ("model_path", "prm_model_path"):
         if isinstance(out.get(key), str):
-            from slime.models import resolve_model_path
             out[key] = resolve_model_path(out[key])
     return out
 

@@ -27,6 +27,7 @@ from slime.calls import call_async
 from slime.hooks import RolloutChoice
 from slime.plugins import PluginError, check_parameters, check_return_annotation, load_function
 from slime.sample import Sample, SampleStatus
+from slime.services import load_service_class
 
 __all__ = ["GENERATE_FLAG", "ROLLOUT_FLAG", "call_generate", "load_generate_function", "load_rollout_function",
            "normalize_rollout_output", "rollout_choice", "rollout_spec"]
@@ -44,7 +45,6 @@ def rollout_choice(cfg: Any) -> RolloutChoice:
     """
     if cfg.rollout_function_path:
         return RolloutChoice(cfg.rollout_function_path, groups=True, generates=True)
-    from slime.services import load_service_class
     return load_service_class(getattr(cfg, "rollout_service", None)).default_rollout(cfg)
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from slime.arguments import FlagSection, SlimeConfig, core_flag_specs, default_method, parse_args
 from slime.flags import flag_specs
 from slime.methods.registry import load_method_class, registered_method_classes
+from slime.paths import CALLER_CWD_ENV, absolute_paths
 from slime.services import load_service_class, service_names
 
 __all__ = ["env_fallbacks", "job_runtime_env", "parse_run_args", "run_sections", "with_absolute_paths"]
@@ -84,8 +85,6 @@ def parse_run_args(argv: Sequence[str] | None = None, *, environ: Mapping[str, s
 def with_absolute_paths(cfg: SlimeConfig, cwd=None) -> SlimeConfig:
     """``cfg`` with every path flag (the core's, the method's, the service's) made absolute
     against the caller's directory (:func:`slime.paths.absolute_paths`)."""
-    from slime.paths import absolute_paths
-
     specs = [(sec.key, flag_specs(sec.cls)) for sec in run_sections(cfg.advantage_estimator, cfg.rollout_service)
              if sec.key is not None]
     return absolute_paths(cfg, specs, cwd)
@@ -122,8 +121,6 @@ def job_runtime_env(environ: Mapping[str, str] | None = None) -> dict:
     ``RAY_JOB_STOP_WAIT_TIME_S`` (default 60) gives a stopped job time to shut its server down.
     A launch script names more variables its plugins read in ``SLIME_JOB_ENV`` (space-separated,
     e.g. ``"TOOLS_CONFIG PARALLEL_ENVS ENV_SERVER_URL"``); those set are carried too."""
-    from slime.paths import CALLER_CWD_ENV
-
     environ = os.environ if environ is None else environ
     out = {}
     if environ.get(CALLER_CWD_ENV, "").strip():  # relative paths in the job mean the caller's

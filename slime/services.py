@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import inspect
 
-from slime.config_checks import is_plugin_spec
 from slime.flags import ConfigError
+from slime.plugin_specs import is_plugin_spec
 from slime.plugins import PluginError, load_function
 from slime.registry import ROLLOUT_SERVICES, entry_names, load_entry
 

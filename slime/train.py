@@ -31,10 +31,22 @@ from pathlib import Path
 if __package__ in (None, ""):  # `python slime/train.py`: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from slime.actor_death import ActorDied, actor_death_line  # noqa: E402
 from slime.arguments import ConfigError  # noqa: E402
+from slime.checkpoint import resume_point  # noqa: E402
 from slime.errors import one_line, root_cause_line  # noqa: E402,F401 (part of this module's API)
+from slime.methods.registry import load_method_class  # noqa: E402
 from slime.monitor import MetricsLogger  # noqa: E402
+from slime.placement import actor_options, rollout_gpu_request  # noqa: E402
+from slime.plugin_check import check_plugins  # noqa: E402
+from slime.plugin_failures import plugin_error_message  # noqa: E402
+from slime.promotion import GateFailureAction, GateThresholds, PromotionGate  # noqa: E402
+from slime.publish import Publisher  # noqa: E402
+from slime.ray_actors import RolloutManager, init_ray  # noqa: E402
+from slime.rollout_plugins import rollout_choice  # noqa: E402
 from slime.run_args import parse_run_args, with_absolute_paths  # noqa: E402
+from slime.services import load_service_class  # noqa: E402
+from slime.train_group import TrainGroup  # noqa: E402
 
 log = logging.getLogger("slime.train")
 
@@ -51,16 +63,10 @@ def check_run(cfg) -> list[str]:
         ConfigError / ValueError: a bad flag or combination (one-line message).
         slime.plugins.PluginError: a plugin, method or service that does not load or check.
     """
-    from slime.methods.registry import load_method_class
-    from slime.plugin_check import check_plugins
-    from slime.rollout_plugins import rollout_choice
-    from slime.services import load_service_class
-
     service_cls = load_service_class(cfg.rollout_service)
     for warning in service_cls.check(cfg):
         log.warning("%s", warning)
     if cfg.resume_from_checkpoint:
-        from slime.checkpoint import resume_point
         try:
             resume_point(cfg.resume_from_checkpoint)
         except FileNotFoundError as exc:
@@ -85,7 +91,6 @@ def num_rollout(cfg) -> int | None:
     (``default_num_rollout(cfg)``, e.g. one pass over offline data), else None."""
     if cfg.num_rollout:
         return int(cfg.num_rollout)
-    from slime.services import load_service_class
 
     default = getattr(load_service_class(cfg.rollout_service), "default_num_rollout", None)
     return default(cfg) if default is not None else None
@@ -114,13 +119,6 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
     (``paused``: the collapse guard's line, when ``--on-collapse pause`` stopped training)."""
     import ray
     from ray.exceptions import RayActorError
-
-    from slime.actor_death import ActorDied, actor_death_line
-    from slime.methods.registry import load_method_class
-    from slime.promotion import GateFailureAction, GateThresholds, PromotionGate
-    from slime.publish import Publisher
-    from slime.ray_actors import RolloutManager, init_ray
-    from slime.train_group import TrainGroup
 
     if not cfg.num_rollout:
         cfg = cfg.replace(num_rollout=num_rollout(cfg))
@@ -227,9 +225,6 @@ def rollout_manager_options(cfg) -> dict:
     """Ray options of the run's rollout manager: the GPUs of the rollout engines and of the
     service's own models (:func:`slime.placement.rollout_gpu_request`), pinned to
     ``--rollout-gpu-ids`` (and the service's ids) when given."""
-    from slime.placement import actor_options, rollout_gpu_request
-    from slime.services import load_service_class
-
     return actor_options(*rollout_gpu_request(cfg, load_service_class(cfg.rollout_service)))
 
 
@@ -260,8 +255,6 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:  # ConfigError and PluginError are ValueErrors
         print(f"slime/train.py: error: {exc}", file=sys.stderr)
         return 2
-    from slime.actor_death import ActorDied
-    from slime.plugin_failures import plugin_error_message
     _interrupt_on_sigterm()
     try:
         summary = run_loop(cfg)

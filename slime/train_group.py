@@ -21,6 +21,8 @@ import logging
 from typing import Any
 
 import ray
+from slime.placement import actor_options, cluster_gpus, gpu_ids
+from slime.ray_actors import TrainActor
 
 __all__ = ["TrainGroup", "train_world_size"]
 
@@ -46,9 +48,6 @@ class TrainGroup:
     def __init__(self, cfg):
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-
-        from slime.placement import actor_options, cluster_gpus, gpu_ids
-        from slime.ray_actors import TrainActor
 
         self.world_size = n = train_world_size(cfg)
         have = cluster_gpus()

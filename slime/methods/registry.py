@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import inspect
 
-from slime.config_checks import is_plugin_spec
 from slime.flags import ConfigError
 from slime.methods.base import Method
 from slime.methods.broadcast import BroadcastMethod
 from slime.methods.grpo import GRPOMethod
 from slime.methods.passthrough import PassThroughMethod
 from slime.methods.step_wise import StepWiseMethod
+from slime.plugin_specs import is_plugin_spec
 from slime.plugins import PluginError, load_module
 from slime.registry import METHODS, entry_names, load_entry
 

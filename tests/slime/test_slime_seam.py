@@ -235,3 +235,37 @@ def test_the_metadata_check_catches_a_read():
     tree = ast.parse("s.metadata['a'] = 1\nx = s.metadata.get('b')\nif 'c' in s.metadata: pass\n"
                      "s.metadata.update(d=1)\ns.metadata = {}\nmd = s.metadata\n")
     assert _metadata_reads(tree) == [2, 3, 6]
+
+
+def test_slime_has_no_import_circle_and_no_import_in_a_function_body():
+    """Every ``slime`` module imports the ``slime`` modules it needs at its top, and those imports
+    form no circle (the configuration modules were one: arguments -> config_checks -> arguments)."""
+    mods = {}
+    for path in SLIME.rglob("*.py"):
+        name = ".".join(path.relative_to(REPO).with_suffix("").parts)
+        mods[name.removesuffix(".__init__")] = path
+    top: dict[str, set] = {n: set() for n in mods}
+    inner = []
+    for name, path in mods.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "slime":
+                targets = {t for t in [node.module, *(f"{node.module}.{a.name}" for a in node.names)] if t in mods}
+                if node in tree.body:
+                    top[name] |= targets
+                else:
+                    inner.append(f"{name}:{node.lineno}")
+    assert inner == [], f"imports of slime modules inside a function body: {inner}"
+    state: dict[str, int] = {}
+
+    def visit(name, path):
+        state[name] = 1
+        for dep in sorted(top[name]):
+            assert state.get(dep) != 1, f"import circle: {' -> '.join(path + [dep])}"
+            if dep not in state:
+                visit(dep, path + [dep])
+        state[name] = 2
+
+    for name in sorted(mods):
+        if name not in state:
+            visit(name, [name])
