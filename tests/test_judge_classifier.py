@@ -103,6 +103,28 @@ def test_the_same_read_after_an_edit_is_progress_not_a_loop():
         assert tool_verdict("All checks passed!", [lint], "Make the linter happy.", again).verdict == -1
 
 
+def test_the_same_call_with_a_new_result_is_not_a_loop():
+    ping = {"id": "c1", "type": "function", "function": {"name": "fetch", "arguments": '{"url": "http://q/ready"}'}}
+    history = [{"role": "user", "content": "The queue worker is stuck, get it going."},
+               {"role": "assistant", "content": "", "tool_calls": [ping]},
+               {"role": "tool", "tool_call_id": "c1", "content": "503 Service Unavailable: worker not ready"},
+               {"role": "assistant", "content": "", "tool_calls": [_call("ops", action="kick", target="worker")]},
+               {"role": "tool", "content": "done"}]
+    again = [dict(ping, id="c2")]
+    # "ops" says nothing of changing state, but the same call now answers differently: progress
+    assert tool_verdict("200 OK: worker ready", again, "The queue worker is stuck.", history).verdict == 1
+    # the same answer as before: nothing moved, a loop
+    assert tool_verdict("503 Service Unavailable: worker not ready", again, "The queue worker is stuck.",
+                        history).verdict == -1
+
+
+@pytest.mark.parametrize("result", ['{"StackStatus": "UPDATE_IN_PROGRESS"}', "PENDING_REVIEW",
+                                    'Waiting for rollout "api" to finish: 2 of 4 replicas updated'])
+def test_status_constants_and_rollout_waits_are_pending(result):
+    assert tool_verdict(result, [_call("exec", command="x")], "Deploy it.").verdict == 0
+    assert tool_verdict("appending 12 rows to the sheet: done", [_call("exec", command="x")], "Add the rows.").verdict == 1
+
+
 @pytest.mark.parametrize("request_text", [
     "Read report.md and suggest cuts, but please don't edit it.",
     "Proofread report.md; do not modify the file, just list the typos.",

@@ -41,6 +41,7 @@ from openclaw_rl.judges.prompts import JudgeInput
 
 __all__ = ["JudgeCase", "CaseFormatError", "DEFAULT_CASES_PATH", "HELDOUT_CASES_PATH", "HELDOUT_V6_PATH",
            "HELDOUT_V7_PATH", "HELDOUT_V8_PATH", "HELDOUT_V9_PATH", "HELDOUT_V10_PATH", "HELDOUT_V11_PATH",
+           "HELDOUT_V12_PATH",
            "MEASURED_SETS", "load_cases", "parse_case"]
 
 DEFAULT_CASES_PATH = Path(__file__).parent / "data" / "judge_cases.jsonl"
@@ -48,7 +49,7 @@ DEFAULT_CASES_PATH = Path(__file__).parent / "data" / "judge_cases.jsonl"
 #: ``heldout-v1`` / ``-v2`` / ``-v3`` by when they were written; docs/judges.md)
 HELDOUT_CASES_PATH = Path(__file__).parent / "data" / "heldout_cases.jsonl"
 #: blind batches written later, one file each (docs/judges.md). Each was measured once, unseen;
-#: v6 and v7 are trained on since (:data:`MEASURED_SETS`); v8, v9, v10 and v11 are read by no judge in training.
+#: v6 and v7 are trained on since (:data:`MEASURED_SETS`); v8 to v12 are read by no judge in training.
 HELDOUT_V6_PATH = Path(__file__).parent / "data" / "heldout_v6.jsonl"
 HELDOUT_V7_PATH = Path(__file__).parent / "data" / "heldout_v7.jsonl"
 HELDOUT_V8_PATH = Path(__file__).parent / "data" / "heldout_v8.jsonl"
@@ -56,6 +57,8 @@ HELDOUT_V9_PATH = Path(__file__).parent / "data" / "heldout_v9.jsonl"
 HELDOUT_V10_PATH = Path(__file__).parent / "data" / "heldout_v10.jsonl"
 #: written blind by a helper on 2026-12-05 with structured ``tool_calls`` / ``history`` on every tool case
 HELDOUT_V11_PATH = Path(__file__).parent / "data" / "heldout_v11.jsonl"
+#: written blind by another helper the same day, after the tool-verdict fixes v11 prompted
+HELDOUT_V12_PATH = Path(__file__).parent / "data" / "heldout_v12.jsonl"
 #: the blind batches already measured, whose user next states the classifier and the probe train on
 MEASURED_SETS = (HELDOUT_V6_PATH, HELDOUT_V7_PATH)
 _REQUIRED = ("request", "response", "next_state", "role", "expected")

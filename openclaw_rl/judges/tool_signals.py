@@ -8,7 +8,8 @@ In order, the first rule that applies decides:
    compared after parsing) as a call the assistant already made earlier in the conversation with
    no state-changing call since (an edit, a write, an install): it can only return what it
    returned before (the reference system's judge rewarded such loops); running the tests again
-   after an edit is not a repeat;
+   after an edit is not a repeat, and neither is a call whose result now differs from what the
+   same call returned before (something changed that the rule could not see, e.g. a restart);
 2. **overwrote a user's file** (``-1``): a writing call (a write / save / create tool, or a shell
    command with ``>``, ``tee``, ``cp``, ``mv`` onto a path) whose target file already existed (it
    is named earlier in the conversation or in the request, or the result says it was overwritten
@@ -32,7 +33,8 @@ In order, the first rule that applies decides:
 4. **pending** (``0``): a status of queued / pending / running / in progress (a JSON ``state`` or
    ``status``, a ``State: PENDING`` line, or the output's opening word), "still running", "not
    ready yet", "in progress", "follow progress at ...", "queued (position 3)", "running...", "you
-   will get a link when the file is ready";
+   will get a link when the file is ready", a status constant such as ``CREATE_IN_PROGRESS`` or
+   ``PENDING_VALIDATION``, "Waiting for deployment ... to finish";
 5. otherwise ``+1``: the call ran and returned data; an empty result ("(no output)", ``[]``, "no
    results") is what a successful command or an empty search returns.
 """
@@ -46,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 __all__ = ["ToolVerdict", "tool_verdict", "calls_since_last_change", "canonical_call", "earlier_calls",
-           "overwritten_path"]
+           "earlier_results", "overwritten_path"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,28 @@ def earlier_calls(history: Sequence[Mapping] | None) -> list[Any]:
         if isinstance(m, Mapping) and m.get("role") == "assistant":
             out.extend(m.get("tool_calls") or [])
     return out
+
+
+def earlier_results(history: Sequence[Mapping] | None) -> dict[str, str]:
+    """``{canonical call: the text of the tool result that answered it last}`` over ``history``
+    (a result is the ``tool`` message with the call's ``tool_call_id``, else the next ``tool``
+    message after the call's assistant message)."""
+    out: dict[str, str] = {}
+    waiting: list[tuple[str, str | None]] = []
+    for m in history or []:
+        if not isinstance(m, Mapping):
+            continue
+        if m.get("role") == "assistant":
+            waiting = [(canonical_call(c), c.get("id") if isinstance(c, Mapping) else None)
+                       for c in m.get("tool_calls") or []]
+        elif m.get("role") == "tool" and waiting:
+            i = next((k for k, (_, cid) in enumerate(waiting) if cid and cid == m.get("tool_call_id")), 0)
+            out[waiting.pop(i)[0]] = _text(m.get("content"))
+    return out
+
+
+def _norm(text: str) -> str:
+    return " ".join(_TOOL_MARK.sub("", text).split())
 
 
 #: a tool whose name says it changes state (files, packages, records): the same read after it may
@@ -222,7 +246,10 @@ _PENDING = re.compile(
     r"^\s*(queued|pending|running|scheduled)\b|\b(has been|is|was) (queued|scheduled)\b|\bin progress\b|"
     r"\b(queued|running|processing)\b( \(|\.\.\.|…)|\b(still (running|processing|pending|being \w+)|"
     r"not (yet )?(ready|finished|complete))\b|\b(when|once) (it|the \w+( \w+)?) (is|has) (ready|done|finished|complete|"
-    r"completed)\b|\b(follow|track|watch) (its |the )?(progress|status)\b", re.I)
+    r"completed)\b|\b(follow|track|watch) (its |the )?(progress|status)\b|"
+    # status constants ("CREATE_IN_PROGRESS", "PENDING_VALIDATION") and rollout waits
+    r"(?-i:\b[A-Z]+(_[A-Z]+)*_(IN_PROGRESS|PENDING)(_[A-Z]+)*\b|\bPENDING_[A-Z_]+\b)|"
+    r"\bwaiting for .{1,80}\bto (finish|complete|become ready)\b", re.I)
 _TOOL_MARK = re.compile(r"^\s*\[tool[^\]\n]*\]\s*", re.I)
 
 
@@ -290,9 +317,12 @@ def tool_verdict(next_state: str | None, tool_calls=None, request: str | None = 
         role: ``"tool"`` when ``next_state`` is a tool result; otherwise only rules 1-2 apply.
     """
     before = {canonical_call(c) for c in calls_since_last_change(history)}
+    results = earlier_results(history)
     for call in tool_calls or []:
-        if canonical_call(call) in before:
-            return ToolVerdict(-1, f"repeated tool call {canonical_call(call)[:120]}")
+        key = canonical_call(call)
+        if key in before and not (role == "tool" and results.get(key) is not None
+                                  and _norm(results[key]) != _norm(next_state or "")):
+            return ToolVerdict(-1, f"repeated tool call {key[:120]}")
     path = overwritten_path(tool_calls, next_state or "", request, history)
     if path:
         return ToolVerdict(-1, f"overwrote an existing file the user did not ask to change: {path}")
