@@ -30,9 +30,6 @@
 set -e
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../openclaw_rl/launch/train_job.sh"
 source "$REPO_DIR/openclaw_rl/launch/agent_job.sh"
-export SLIME_JOB_ENV="$SLIME_JOB_ENV SWE_EXEC_SERVER_URLS SWE_ENV_SERVER_URL SWE_MAX_CONCURRENT SWE_ROLLOUT_TIMEOUT \
-SWE_SAVE_TRAJ_DIR SWE_CONFIG_PATH SWE_STEP_LIMIT SWE_EVAL_TIMEOUT OPENCLAW_RL_CACHE"
-
 require_env_type swe
 export PARALLEL_ENVS=${PARALLEL_ENVS:-$([ "$CPU_RUN" = 1 ] && echo 2 || echo 8)}
 export SWE_STEP_LIMIT=${SWE_STEP_LIMIT:-${MAX_STEPS:-$([ "$CPU_RUN" = 1 ] && echo 3 || echo 30)}}

@@ -84,6 +84,9 @@ class AgentFamily(ABC):
             another family's (they share the trainer's command line).
         eval_max_tokens: the completion budget per step in ``openclaw-rl eval`` (``--max-tokens``
             overrides it).
+        job_env: environment variables the family's code reads in the job besides its flags'
+            fallbacks (pool addresses, config files); the launch helper carries them and the
+            flags' into a submitted job (:meth:`job_env_names`).
 
     Args:
         flags: the family's resolved :attr:`Flags` instance; None resolves them from the
@@ -95,6 +98,7 @@ class AgentFamily(ABC):
     env_type: ClassVar[str] = ""
     Flags: ClassVar[type | None] = None
     eval_max_tokens: ClassVar[int] = 512
+    job_env: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, flags: Any = None):
         if flags is None and self.Flags is not None:
@@ -114,6 +118,15 @@ class AgentFamily(ABC):
             return None
         values, _ = resolve_flags(flag_specs(cls.Flags), given, environ)
         return build_flags(cls.Flags, values)
+
+    @classmethod
+    def job_env_names(cls) -> list[str]:
+        """The environment variables a submitted job of this family needs from the launching
+        shell: its flags' ``env=`` fallbacks, then :attr:`job_env` (no repeats, in that order).
+        ``agent_job.sh`` adds them to ``SLIME_JOB_ENV`` (``python -m openclaw_rl.agentic.families
+        job-env FAMILY``)."""
+        names = [s.env for s in flag_specs(cls.Flags) if s.env] if cls.Flags is not None else []
+        return list(dict.fromkeys([*names, *cls.job_env]))
 
     @classmethod
     def from_args(cls, args: Any) -> "AgentFamily":

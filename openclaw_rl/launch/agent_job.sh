@@ -7,17 +7,23 @@
 # step PRM and --advantage-estimator step_wise), and METHOD_ARGS (the prompt data, the family's
 # generate/reward plugin file with --reward-key score, --num-rollout $NUM_ROLLOUT).
 
-# what the plugins read in the job (a submitted job does not inherit this shell's environment)
-export SLIME_JOB_ENV="${SLIME_JOB_ENV:-} TOOLS_CONFIG TOOL_CONFIGS PARALLEL_ENVS MAX_STEPS ENV_SERVER_URL WORKER_URLS"
+# what every family's plugins read in the job (a submitted job does not inherit this shell's
+# environment): the environment pool's settings; require_env_type adds the family's own
+export SLIME_JOB_ENV="${SLIME_JOB_ENV:-} PARALLEL_ENVS ENV_SERVER_URL WORKER_URLS"
 
 if [ "$MODEL_PATH" = builtin:smollm2-135m ] && [ "$HAS_GPU" = 0 ]; then CPU_RUN=1; else CPU_RUN=0; fi
 
-# ENV_TYPE defaults to NAME; any other value is a one-line error (exit 2)
+# ENV_TYPE defaults to NAME; any other value is a one-line error (exit 2). Then the variables the
+# family's job reads (its flags' environment fallbacks and its job_env, from the family class:
+# python -m openclaw_rl.agentic.families job-env NAME) join SLIME_JOB_ENV.
 require_env_type() {
   ENV_TYPE=${ENV_TYPE:-$1}
   if [ "$ENV_TYPE" != "$1" ]; then
     echo "$LAUNCH_SCRIPT: ENV_TYPE must be $1 for this script, got '$ENV_TYPE'" >&2; exit 2
   fi
+  local family_env
+  family_env=$(cd "$REPO_DIR" && "$PYTHON" -m openclaw_rl.agentic.families job-env "$1") || exit 2
+  export SLIME_JOB_ENV="$SLIME_JOB_ENV $family_env"
 }
 
 agent_job_defaults() {

@@ -85,6 +85,22 @@ def test_datasets_carry_the_env_type_and_a_task_key(name):
         fam.dataset_path("test")
 
 
+@pytest.mark.parametrize("name", ["math-tool", "terminal", "swe", "gui"])
+def test_the_launch_helper_carries_what_a_familys_job_reads(name):
+    """``agent_job.sh``'s ``require_env_type`` asks the family (``job-env``) which variables a
+    submitted job reads: its flags' environment fallbacks first, then its ``job_env``."""
+    cls = family_class(name)
+    flag_env = [s.env for s in flag_specs(cls.Flags) if s.env] if cls.Flags else []
+    r = subprocess.run([sys.executable, "-m", "openclaw_rl.agentic.families", "job-env", name], capture_output=True,
+                       text=True, timeout=120, cwd=REPO)
+    assert r.returncode == 0 and r.stdout.split() == cls.job_env_names() == list(dict.fromkeys(flag_env + list(cls.job_env)))
+    assert {"gui": "GUI_MAX_IMAGE_HISTORY_LENGTH", "terminal": "MAX_STEPS", "swe": "SWE_STEP_LIMIT",
+            "math-tool": "TOOLS_CONFIG"}[name] in r.stdout.split()
+    bad = subprocess.run([sys.executable, "-m", "openclaw_rl.agentic.families", "job-env", "nope"],
+                         capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "unknown agent family" in bad.stderr
+
+
 def test_the_environment_registry_builds_every_family_by_its_env_type():
     envs = registered_envs()
     for name in BUILTIN:

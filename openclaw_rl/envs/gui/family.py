@@ -29,6 +29,7 @@ class GuiFamily(AgentFamily):
     name = "gui"
     env_type = "gui"
     Flags = GuiFlags
+    job_env = ("GUI_ENV_SERVER_URL", "SCREENSHOT_BACKEND", "POOL_API_KEY")
 
     def dataset_path(self, split: Split) -> Path:
         """The pages x seeds of ``split`` (:func:`openclaw_rl.envs.gui.data.dataset_path`)."""

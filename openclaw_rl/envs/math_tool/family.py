@@ -16,7 +16,7 @@ from openclaw_rl.envs.math_tool.data import dataset_path
 from openclaw_rl.envs.math_tool.env import MathToolEnv
 from openclaw_rl.envs.math_tool.prompt import ENV_TYPE
 from openclaw_rl.envs.math_tool.reward import score_answer
-from openclaw_rl.envs.math_tool.tools_config import load_tools_config
+from openclaw_rl.envs.math_tool.tools_config import ENV_VARS, load_tools_config
 from slime.sample import Sample
 
 __all__ = ["MathToolFamily"]
@@ -28,6 +28,7 @@ class MathToolFamily(AgentFamily):
     name = "math-tool"
     aliases = ("math_tool", "toolcall", "retool")
     env_type = ENV_TYPE
+    job_env = ENV_VARS  # the tools config (TOOLS_CONFIG / TOOL_CONFIGS)
 
     def dataset_path(self, split: Split) -> Path:
         """The default dataset's split (:func:`openclaw_rl.envs.math_tool.data.dataset_path`)."""

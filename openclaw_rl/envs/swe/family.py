@@ -33,6 +33,8 @@ class SweFamily(AgentFamily):
 
     name = "swe"
     env_type = "swe"
+    job_env = ("SWE_EXEC_SERVER_URLS", "SWE_ENV_SERVER_URL", "SWE_MAX_CONCURRENT", "SWE_ROLLOUT_TIMEOUT",
+               "SWE_SAVE_TRAJ_DIR", "SWE_CONFIG_PATH", "SWE_STEP_LIMIT", "SWE_EVAL_TIMEOUT", "OPENCLAW_RL_CACHE")
 
     def dataset_path(self, split: Split) -> Path:
         """The converted repositories' ``train`` or ``eval`` rows."""
