@@ -38,10 +38,9 @@ def plugin_reward_texts(sample) -> tuple[str, str, str]:
     result that followed a live turn (``metadata["next_state"]``), else, for a prompt-dataset
     sample, its label (``""`` when neither)."""
     md = sample.metadata
-    prompt, response, label_text = reward_texts(sample)
-    prompt = md.get("prompt_text", prompt)
-    next_state = md.get("next_state")
-    return (str(prompt), str(sample.response or md.get("response_text") or ""),
+    prompt, _, label_text = reward_texts(sample)
+    prompt_text, next_state = md.get("prompt_text"), md.get("next_state")
+    return (prompt if prompt_text is None else str(prompt_text), str(sample.response or md.get("response_text") or ""),
             label_text if next_state is None else str(next_state))
 
 
