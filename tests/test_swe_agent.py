@@ -144,3 +144,26 @@ def test_steps_through_the_server_concatenate_token_exactly(tiny_server):
     assert sample.tokens[:len(turns[0].prompt_ids)] == list(turns[0].prompt_ids)
     assert sample.tokens == list(turns[-1].prompt_ids) + list(turns[-1].response_ids)
     assert sample.metadata["env_info"]["resolved"] is False
+
+
+def test_the_swe_settings_are_the_familys_flags_with_upstreams_variables(monkeypatch):
+    from openclaw_rl.agentic.family import get_family
+    from openclaw_rl.envs.swe.config import SweFlags
+    from slime.flags import ConfigError
+
+    for name in ("SWE_STEP_LIMIT", "MAX_STEPS", "SWE_EVAL_TIMEOUT", "SWE_CONFIG_PATH", "SWE_ROLLOUT_TIMEOUT"):
+        monkeypatch.delenv(name, raising=False)
+    assert get_family("swe").max_turns() == load_config().step_limit  # mini-swe-agent's own (250)
+    monkeypatch.setenv("MAX_STEPS", "7")  # upstream's shared name
+    assert get_family("swe").max_turns() == 7
+    monkeypatch.setenv("SWE_STEP_LIMIT", "3")
+    monkeypatch.setenv("SWE_EVAL_TIMEOUT", "45")
+    family = get_family("swe")
+    assert family.max_turns() == 3 and family.flags.swe_eval_timeout == 45.0
+    env = family.make_env("ipi-benign-03", {"instance": INSTANCES["ipi-benign-03"]})
+    assert env.eval_timeout == 45.0
+    given = type(family)(SweFlags(swe_step_limit=2, swe_eval_timeout=9.0))  # the trainer's --swe-* flags win
+    assert given.max_turns() == 2 and given.make_env("ipi-benign-03", {"instance": INSTANCES["ipi-benign-03"]}).eval_timeout == 9.0
+    monkeypatch.setenv("SWE_STEP_LIMIT", "zero")
+    with pytest.raises(ConfigError, match="SWE_STEP_LIMIT"):
+        get_family("swe")

@@ -31,7 +31,7 @@ import uuid
 from typing import Any
 
 from openclaw_rl.agentic.agent_loop import AgentStep, Episode, StopReason
-from openclaw_rl.envs import env_seconds
+from openclaw_rl.envs.swe.config import swe_flags
 from slime.errors import one_line
 
 __all__ = ["parse_action", "rollout_timeout", "run_swe_episode"]
@@ -44,12 +44,13 @@ def parse_action(content: str, action_regex: str) -> tuple[str | None, list[str]
 
 
 def rollout_timeout(environ: dict | None = None) -> float | None:
-    """``SWE_ROLLOUT_TIMEOUT`` seconds per episode (unset or 0: none).
+    """``--swe-rollout-timeout``'s fallback ``SWE_ROLLOUT_TIMEOUT``: seconds per episode (unset or
+    0: none).
 
     Raises:
-        ValueError: not a number >= 0.
+        slime.flags.ConfigError (a ValueError): not a number >= 0 (one line naming the variable).
     """
-    return env_seconds("SWE_ROLLOUT_TIMEOUT", environ) or None
+    return swe_flags(environ).swe_rollout_timeout or None
 
 
 async def run_swe_episode(chat: Any, env: Any, sampling_params: dict, step_limit: int, *,
@@ -146,20 +147,13 @@ def save_trajectory(directory: str, task_key: str, episode: Episode) -> str:
     return str(path)
 
 
-async def swe_episode(chat: Any, task_key: str, metadata: dict, sampling_params: dict, max_turns: int,
-                      session_id: str) -> Episode:
-    """The swe family's episode (:meth:`openclaw_rl.envs.swe.family.SweFamily.episode`): a fresh
-    :class:`~.env.SweEnv` for the row, :func:`run_swe_episode` under ``SWE_ROLLOUT_TIMEOUT``, the
-    trajectory saved under ``SWE_SAVE_TRAJ_DIR`` when set.
-
-    Raises:
-        ValueError: the row has no SWE instance.
-    """
-    from openclaw_rl.envs.swe.env import SweEnv
-
-    env = SweEnv(task_key, metadata)
-    episode = await run_swe_episode(chat, env, sampling_params, max_turns, session_id=session_id,
-                                    timeout=rollout_timeout())
+async def swe_episode(chat: Any, env: Any, task_key: str, sampling_params: dict, max_turns: int, session_id: str,
+                      timeout: float | None = None) -> Episode:
+    """The swe family's episode (:meth:`openclaw_rl.envs.swe.family.SweFamily.episode`):
+    :func:`run_swe_episode` on the family's fresh :class:`~.env.SweEnv` for the row under
+    ``timeout`` seconds (``--swe-rollout-timeout``; None: none), the trajectory saved under
+    ``SWE_SAVE_TRAJ_DIR`` when set."""
+    episode = await run_swe_episode(chat, env, sampling_params, max_turns, session_id=session_id, timeout=timeout)
     traj_dir = os.environ.get("SWE_SAVE_TRAJ_DIR")
     if traj_dir:
         episode.info["trajectory_file"] = await asyncio.to_thread(save_trajectory, traj_dir, task_key, episode)

@@ -26,12 +26,11 @@ episode is scored -1).
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import threading
 
 from openclaw_rl.envs.swe.backends import open_container
-from openclaw_rl.envs.swe.config import SUBMIT_MARKER, SweConfig, load_config
+from openclaw_rl.envs.swe.config import SUBMIT_MARKER, SweConfig, load_config, swe_flags
 from openclaw_rl.envs.swe.injection import HASH_COMMAND, injection_report, parse_hashes
 
 __all__ = ["BASH_TOOL", "SweEnv", "eval_script_of", "make_env"]
@@ -39,7 +38,6 @@ __all__ = ["BASH_TOOL", "SweEnv", "eval_script_of", "make_env"]
 BASH_TOOL = {"type": "function", "function": {
     "name": "bash", "description": "Run one bash command in the repository (a new subshell each time).",
     "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}
-EVAL_TIMEOUT = 300.0
 
 
 def eval_script_of(inst: dict) -> str:
@@ -75,19 +73,22 @@ class SweEnv:
         task_key: the instance id.
         task: the prompt row's metadata (with ``instance``) or the instance itself.
         config: the mini-swe-agent config (default :func:`~.config.load_config`).
+        eval_timeout: seconds the evaluation script may run (default ``--swe-eval-timeout``'s
+            fallback ``SWE_EVAL_TIMEOUT``, else :data:`~.config.EVAL_TIMEOUT`).
 
     Raises:
         ValueError: the task has no instance with ``image`` / ``repo_path``, or nothing to evaluate
             it with (:func:`eval_script_of`).
     """
 
-    def __init__(self, task_key: str, task: dict, config: SweConfig | None = None):
+    def __init__(self, task_key: str, task: dict, config: SweConfig | None = None, eval_timeout: float | None = None):
         inst = task.get("instance", task)
         if not isinstance(inst, dict) or not (inst.get("image") or inst.get("repo_path")):
             raise ValueError(f"SWE task {task_key!r}: metadata.instance needs image (or repo_path)")
         self.task_key, self.instance = task_key, inst
         self.eval_script = eval_script_of(inst)
         self.config = config or load_config()
+        self.eval_timeout = float(eval_timeout if eval_timeout is not None else swe_flags().swe_eval_timeout)
         self.cwd = inst.get("cwd") or self.config.cwd or "/testbed"
         self.container = None
         self.commands: list[str] = []
@@ -172,8 +173,7 @@ class SweEnv:
         try:
             if patch is None:
                 patch = self.container.diff()
-            timeout = float(os.environ.get("SWE_EVAL_TIMEOUT") or EVAL_TIMEOUT)
-            res = self.container.evaluate(patch, self.eval_script, timeout)
+            res = self.container.evaluate(patch, self.eval_script, self.eval_timeout)
         except Exception as exc:  # an unreachable container scores the episode as unresolved, loudly
             res, error = {"resolved": False, "applied": False, "output": ""}, f"{type(exc).__name__}: {exc}"[:300]
         after = {}

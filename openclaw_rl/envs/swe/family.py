@@ -3,8 +3,9 @@
 Data: the inspect-evals ``ipi_coding_agent`` repositories as SWE-bench instances (:mod:`.data`).
 Episode: its own loop (:func:`.agent.swe_episode`: one bash block per step, a fresh sandboxed copy
 of the repository, submission by ``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``), so
-:meth:`SweFamily.episode` replaces the tool-call loop. Turn limit: ``SWE_STEP_LIMIT``, else
-``MAX_STEPS``, else the config's ``step_limit`` (:func:`.config.step_limit`). Reward: +1 when the
+:meth:`SweFamily.episode` replaces the tool-call loop. Flags: :class:`~.config.SweFlags`. Turn
+limit: ``--swe-step-limit`` (``SWE_STEP_LIMIT``), else ``MAX_STEPS``, else the config's
+``step_limit`` (:func:`.config.step_limit`). Reward: +1 when the
 patch resolved the instance, -1 otherwise, plus ``resolved`` and, on injected repositories,
 ``injection_followed``.
 """
@@ -17,7 +18,7 @@ from typing import Any
 from openclaw_rl.agentic.agent_loop import Episode
 from openclaw_rl.agentic.family import AgentFamily, Split
 from openclaw_rl.envs.swe.agent import swe_episode
-from openclaw_rl.envs.swe.config import step_limit
+from openclaw_rl.envs.swe.config import SweFlags, load_config, step_limit
 from openclaw_rl.envs.swe.data import dataset_path
 from openclaw_rl.envs.swe.env import SweEnv
 from slime.sample import Sample
@@ -33,25 +34,29 @@ class SweFamily(AgentFamily):
 
     name = "swe"
     env_type = "swe"
-    job_env = ("SWE_EXEC_SERVER_URLS", "SWE_ENV_SERVER_URL", "SWE_MAX_CONCURRENT", "SWE_ROLLOUT_TIMEOUT",
-               "SWE_SAVE_TRAJ_DIR", "SWE_CONFIG_PATH", "SWE_STEP_LIMIT", "SWE_EVAL_TIMEOUT", "OPENCLAW_RL_CACHE")
+    Flags = SweFlags
+    job_env = ("SWE_EXEC_SERVER_URLS", "SWE_ENV_SERVER_URL", "SWE_MAX_CONCURRENT", "SWE_SAVE_TRAJ_DIR",
+               "OPENCLAW_RL_CACHE")
 
     def dataset_path(self, split: Split) -> Path:
         """The converted repositories' ``train`` or ``eval`` rows."""
         return dataset_path(split)
 
     def make_env(self, task_key: str, task: dict) -> SweEnv:
-        """A :class:`~.env.SweEnv` (the pool servers build it; the episode builds its own)."""
-        return SweEnv(task_key, task)
+        """A :class:`~.env.SweEnv` with the flags' config file and evaluation timeout (the pool
+        servers build it; so does :meth:`episode`)."""
+        return SweEnv(task_key, task, load_config(self.flags.swe_config_path), self.flags.swe_eval_timeout)
 
     def max_turns(self) -> int:
-        """:func:`openclaw_rl.envs.swe.config.step_limit`."""
-        return step_limit()
+        """``--swe-step-limit``, else :func:`openclaw_rl.envs.swe.config.step_limit`'s fallbacks."""
+        return step_limit(self.flags.swe_step_limit, self.flags.swe_config_path)
 
     async def episode(self, chat: Any, task_key: str, metadata: dict, sampling_params: dict, *,
                       session_id: str, request_id: str) -> Episode:
-        """The mini-swe-agent loop (:func:`openclaw_rl.envs.swe.agent.swe_episode`)."""
-        return await swe_episode(chat, task_key, metadata, sampling_params, self.max_turns(), session_id)
+        """The mini-swe-agent loop (:func:`openclaw_rl.envs.swe.agent.swe_episode`) on a fresh
+        :meth:`make_env` under ``--swe-rollout-timeout``."""
+        return await swe_episode(chat, self.make_env(task_key, metadata), task_key, sampling_params, self.max_turns(),
+                                 session_id, self.flags.swe_rollout_timeout or None)
 
     def reward(self, sample: Sample) -> dict:
         """``{"score": +1 | -1, "resolved": 0 | 1[, "injection_followed": 0 | 1]}`` from the episode."""
