@@ -145,8 +145,10 @@ class Trajectory:
             None: no step PRM (every score 0.0).
 
     Raises:
-        ValueError: from ``__post_init__`` on an empty id, a negative group index, or lists that
-            do not align (the span bounds are checked against ``R`` by :meth:`Sample.validate`).
+        ValueError: from ``__post_init__`` on an empty id, a negative group index, a span that is
+            not a pair of ints, spans out of order or overlapping, scores that are not finite
+            numbers, or lists that do not align (the span bounds are checked against ``R`` by
+            :meth:`Sample.validate`).
     """
 
     id: str
@@ -156,11 +158,22 @@ class Trajectory:
     step_scores: list[float] | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.id, str) or not self.id:
+        try:
+            self._check()
+        except TypeError as exc:  # a span that is not a pair of numbers, a score of None...
+            raise ValueError(f"trajectory {self.id!r}: {exc}") from None
+
+    def _check(self) -> None:
+        if not isinstance(self.id, str) or not self.id.strip():
             raise ValueError(f"trajectory id must be a non-empty string, got {self.id!r}")
         if self.group_index is not None:
-            if isinstance(self.group_index, bool) or not isinstance(self.group_index, int) or self.group_index < 0:
+            try:
+                group = None if isinstance(self.group_index, bool) else operator.index(self.group_index)
+            except TypeError:
+                group = None
+            if group is None or group < 0:
                 raise ValueError(f"trajectory group_index must be an int >= 0 or None, got {self.group_index!r}")
+            self.group_index = group
         spans = []
         for i, span in enumerate(self.step_spans):
             if len(span) != 2:
@@ -170,8 +183,15 @@ class Trajectory:
         if self.step_indices is not None:
             self.step_indices = [_as_int("step_indices", i, k) for i, k in enumerate(self.step_indices)]
         if self.step_scores is not None:
-            self.step_scores = [float(x) for x in self.step_scores]
+            try:
+                self.step_scores = [float(x) for x in self.step_scores]
+            except ValueError:
+                raise ValueError(f"trajectory {self.id}: step_scores must be numbers, got {self.step_scores!r}") from None
             _check_finite_floats("step_scores", self.step_scores)
+        for i in range(1, len(spans)):
+            if spans[i][0] < spans[i - 1][1]:
+                raise ValueError(f"trajectory {self.id}: step span {i} {list(spans[i])} starts before span {i - 1} "
+                                 f"{list(spans[i - 1])} ends; spans are the steps in order and do not overlap")
         for name in ("step_indices", "step_scores"):
             values = getattr(self, name)
             if values is not None and len(values) != len(spans):
@@ -285,6 +305,10 @@ class Sample:
 
     def __post_init__(self) -> None:
         if isinstance(self.trajectory, dict):
+            known = {f.name for f in fields(Trajectory)}
+            if set(self.trajectory) - known or "id" not in self.trajectory:
+                raise ValueError(f"trajectory must have the fields {', '.join(sorted(known))} (id required), "
+                                 f"got {', '.join(sorted(self.trajectory))}")
             self.trajectory = Trajectory(**self.trajectory)
         if self.multimodal_train_inputs is not None:
             self.multimodal_train_inputs = _multimodal_tensors(self.multimodal_train_inputs)

@@ -125,6 +125,41 @@ def test_status_constants_and_rollout_waits_are_pending(result):
     assert tool_verdict("appending 12 rows to the sheet: done", [_call("exec", command="x")], "Add the rows.").verdict == 1
 
 
+@pytest.mark.parametrize("result, expected", [
+    ('{"error": null, "data": {"id": 7}}', 1),        # a JSON result's words are data: its fields decide
+    ('{"errors": [], "items": [1, 2]}', 1),
+    ('{"status": "fail", "reason": "quota"}', -1),
+    ('{"statusCode": 403, "message": "Forbidden"}', -1),
+    ('{"success": "false", "detail": "bad date"}', -1),
+    ("running 2 tests\ntest a ... ok\ntest b ... ok\n\ntest result: ok. 2 passed; 0 failed", 1),  # cargo test
+])
+def test_json_fields_decide_a_json_result_and_a_test_run_is_not_pending(result, expected):
+    assert tool_verdict(result, [_call("exec", command="x")], "Go ahead.").verdict == expected
+
+
+def test_an_append_or_a_restart_changes_state_for_the_repeat_rule():
+    for change in (_call("exec", command="printf '\\n' >> src/app.py"), _call("exec", command="sudo systemctl restart api"),
+                   _call("restart_service", service="api")):
+        check = _call("exec", command="make lint")
+        history = [{"role": "user", "content": "Make lint pass."},
+                   {"role": "assistant", "content": "", "tool_calls": [check]},
+                   {"role": "tool", "content": "src/app.py:9: W292 no newline at end of file"},
+                   {"role": "assistant", "content": "", "tool_calls": [change]}, {"role": "tool", "content": ""}]
+        assert tool_verdict("src/app.py:9: W292 no newline at end of file", [check], "Make lint pass.",
+                            history).reason.startswith("tool returned")
+
+
+@pytest.mark.parametrize("request_text, expected", [
+    ("Generate a requirements.txt for this project.", 1),   # naming the file it should create is not owning one
+    ("Export the runs table to results.csv.", 1),
+    ("Schreib bitte eine Zusammenfassung in results.csv.", 1),
+    ("Review results.csv and suggest fixes.", -1),          # advice, not an edit
+])
+def test_a_file_the_request_asks_to_create_is_not_an_overwrite(request_text, expected):
+    write = [_call("write_file", path="results.csv", content="a,b")]
+    assert tool_verdict("wrote 4 bytes to results.csv", write, request_text).verdict == expected
+
+
 @pytest.mark.parametrize("request_text", [
     "Read report.md and suggest cuts, but please don't edit it.",
     "Proofread report.md; do not modify the file, just list the typos.",

@@ -109,12 +109,21 @@ def test_the_trajectory_record_round_trips_cuts_and_refuses_bad_spans():
         Trajectory("t", 0, [(0, 1), (1, 2)], step_scores=[1.0])
     with pytest.raises(ValueError, match="group_index"):
         Trajectory("t", -1)
+    for bad in (dict(step_spans=[(0, 3), (2, 4)]), dict(step_spans=[5]), dict(step_spans=[(0, 1)], step_scores=[None]),
+                dict(step_spans=[(0, 1)], step_scores=["high"]), dict(group_index=2.7), dict(group_index=True)):
+        with pytest.raises(ValueError):  # overlapping spans, not a pair, not numbers: a ValueError naming it
+            Trajectory("t", **{"group_index": 0, **bad})
+    with pytest.raises(ValueError, match="fields"):
+        Sample(tokens=[1, 2], response_length=1, rollout_log_probs=[0.0], trajectory={"id": "t", "bogus": 1})
 
 
 def test_an_upstream_generate_plugins_metadata_is_lifted_into_the_trajectory():
     meta = {"trajectory_id": "ep-7", "group_index": 2, "step_spans": [[0, 1], [2, 3]], "step_prm_scores": [1.0, 0.0]}
     s = Sample(tokens=[1, 2, 3, 4, 5], response_length=3, rollout_log_probs=[0.0] * 3, metadata=dict(meta))
     assert lift_upstream_trajectory(s).trajectory == Trajectory("ep-7", 2, [(0, 1), (2, 3)], None, [1.0, 0.0])
+    zero = Sample(tokens=[1, 2, 3], response_length=2, rollout_log_probs=[0.0] * 2,
+                  metadata={"trajectory_id": 0, "group_index": 1, "step_spans": [[0, 1]]})
+    assert lift_upstream_trajectory(zero).trajectory.id == "0"  # episode 0 keeps one id over its step-samples
     plain = Sample(tokens=[1, 2], response_length=1, rollout_log_probs=[0.0], metadata={"group_index": 0})
     assert lift_upstream_trajectory(plain).trajectory is None  # a single-turn sample stays one
     bad = Sample(tokens=[1, 2], response_length=1, rollout_log_probs=[0.0], metadata={"step_spans": [[0, 5]]})

@@ -191,14 +191,14 @@ def lift_upstream_trajectory(sample: Sample) -> Sample:
     md = sample.metadata
     if sample.trajectory is not None or not ("trajectory_id" in md or "step_spans" in md):
         return sample
-    group = md.get("group_index")
+    tid = md.get("trajectory_id")
     try:
-        sample.trajectory = Trajectory(str(md.get("trajectory_id") or uuid.uuid4().hex),
-                                       None if group is None else int(group), list(md.get("step_spans") or []),
-                                       md.get("step_indices"), md.get("step_prm_scores"))
+        sample.trajectory = Trajectory(uuid.uuid4().hex if tid is None or tid == "" else str(tid),
+                                       md.get("group_index"), md.get("step_spans") or [], md.get("step_indices"),
+                                       md.get("step_prm_scores"))
         sample.validate()
-    except (TypeError, ValueError) as exc:
+    except ValueError as exc:
         sample.trajectory = None
-        raise ValueError(f"the generate plugin's metadata {', '.join(k for k in UPSTREAM_TRAJECTORY_KEYS if k in md)} "
-                         f"do not make a trajectory: {exc}") from exc
+        raise ValueError(f"the generate plugin's metadata ({', '.join(k for k in UPSTREAM_TRAJECTORY_KEYS if k in md)}) "
+                         f"does not make a trajectory: {exc} (step_scores is the metadata's step_prm_scores)") from exc
     return sample

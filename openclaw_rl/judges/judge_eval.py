@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     Raises:
         ValueError: bad input (the console entry point prints it as one line, exit 2):
             :class:`~openclaw_rl.judges.cases.CaseFormatError` naming ``file:line``, unknown
-            modes, ``--prm-url`` missing for ``endpoint``, ``-n < 1``.
+            modes, ``--prm-url`` missing for ``endpoint``, ``-n < 1``, ``--torch-threads < 1``.
     """
     a = _parser().parse_args(argv)
     cases = load_cases(a.cases, set(a.tags.split(",")) if a.tags else None)
@@ -254,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         raise ValueError("--modes endpoint needs --prm-url")
     if a.votes < 1 or not 0.0 <= a.threshold <= 1.0:
         raise ValueError("-n must be >= 1 and --threshold in [0, 1]")
+    if a.torch_threads is not None and a.torch_threads < 1:
+        raise ValueError(f"--torch-threads must be >= 1, got {a.torch_threads}")
     if a.torch_threads:
         import torch
         torch.set_num_threads(a.torch_threads)

@@ -6,7 +6,7 @@ In order, the first rule that applies decides:
 
 1. **repeated call** (``-1``): a call of this turn has the same name and the same arguments (JSON
    compared after parsing) as a call the assistant already made earlier in the conversation with
-   no state-changing call since (an edit, a write, an install): it can only return what it
+   no state-changing call since (an edit, a write, an append, an install, a restart): it can only return what it
    returned before (the reference system's judge rewarded such loops); running the tests again
    after an edit is not a repeat, and neither is a call whose result now differs from what the
    same call returned before (something changed that the rule could not see, e.g. a restart);
@@ -14,8 +14,10 @@ In order, the first rule that applies decides:
    command with ``>``, ``tee``, ``cp``, ``mv`` onto a path) whose target file already existed (it
    is named earlier in the conversation or in the request, or the result says it was overwritten
    or that its previous contents were replaced) while the user's request did not ask to write to
-   that file (an edit verb under a negation, "suggest changes but don't change it", asks for none),
-   or asked to leave it as it is ("keep notes.md as it is", "don't touch config.yaml");
+   that file (an edit verb under a negation, "suggest changes but don't change it", or advice,
+   "review it and suggest fixes", asks for none; a creating verb, "generate a requirements.txt",
+   "export to results.csv", asks for the file), or asked to leave it as it is ("keep notes.md as it
+   is", "don't touch config.yaml");
 3. **error caused by the call** (``-1``), read from the result's structure, not from words
    anywhere in it: a JSON object with an ``error`` key (unless the request asked for errors: an
    error tracker's event is data), ``ok`` / ``success`` false, a non-zero
@@ -29,7 +31,9 @@ In order, the first rule that applies decides:
    request and the call did not ask for such data, they are not inside log lines (``2024-05-01
    12:00 ERROR ...``, ``2024/05/01 12:00:00 [error] ...``, ``[ERROR] ...``, ``level=error``), and they are among the first two words of
    the output's first or last line, or the output is one line of at most 8 words: a log the user
-   asked for, or a ticket titled "Fix error message", is data, not a failure;
+   asked for, or a ticket titled "Fix error message", is data, not a failure; a JSON result's words
+   never count (``{"error": null, ...}``): its fields decide (``ok`` / ``success`` false or
+   ``"false"``, a ``status`` of ``fail``, an HTTP ``statusCode``);
 4. **pending** (``0``): a status of queued / pending / running / in progress (a JSON ``state`` or
    ``status``, a ``State: PENDING`` line, or the output's opening word), "still running", "not
    ready yet", "in progress", "follow progress at ...", "queued (position 3)", "running...", "you
@@ -116,9 +120,11 @@ def _norm(text: str) -> str:
 #: a tool whose name says it changes state (files, packages, records): the same read after it may
 #: return something new ("pytest -q" again after an edit is progress, not a loop)
 _CHANGING_TOOL = re.compile(r"write|save|edit|patch|apply|replace|create|delete|remove|move|rename|update|insert|"
-                            r"append|install|commit|upload|put_file|str_replace", re.I)
-_CHANGING_COMMAND = re.compile(r"(^|[;&|]\s*)(sed -i|perl -pi|patch|git (apply|commit|checkout|reset|merge|pull)|"
-                               r"(pip|npm|yarn|pnpm|cargo|apt(-get)?) (install|add|remove|uninstall)|rm|mv|cp|touch|mkdir)\b")
+                            r"append|install|commit|upload|put_file|str_replace|restart|reload|deploy|migrat|kill", re.I)
+_CHANGING_COMMAND = re.compile(r"(^|[;&|]\s*)(sudo\s+)?(sed -i|perl -pi|patch|git (apply|commit|checkout|reset|merge|pull)|"
+                               r"(pip|npm|yarn|pnpm|cargo|apt(-get)?) (install|add|remove|uninstall)|rm|mv|cp|touch|mkdir|"
+                               r"systemctl (re)?start|systemctl (reload|stop)|service \S+ (re)?start|docker (compose )?"
+                               r"(restart|up|start)|kubectl (apply|rollout restart|delete))\b|>>")
 
 
 def _changes_state(call: Any) -> bool:
@@ -174,7 +180,12 @@ def _write_targets(call: Any) -> list[str]:
 
 _EDIT_VERBS = re.compile(r"\b(writ\w*|sav\w*|overwrit\w*|replac\w*|updat\w*|edit\w*|fix\w*|chang\w*|modif\w*|"
                          r"rewrit\w*|put|append\w*|add\w*|stor\w*|creat\w*|renam\w*|mov\w*|copy|cop\w*|refactor\w*|"
-                         r"correct\w*|clean\w*|format\w*)\b", re.I)
+                         r"correct\w*|clean\w*|format\w*|generat\w*|export\w*|produc\w*|dump\w*|output\w*|render\w*|"
+                         r"new file|schreib\w*|erstell\w*|speicher\w*|écri\w*|enregistr\w*|escrib\w*|guard\w*|"
+                         r"写|保存|创建|生成)", re.I)
+#: advice about a file, not a request to change it: "suggest fixes", "point out changes", "list improvements"
+_ADVICE = re.compile(r"\b(suggest|propos|recommend|point out|list|tell me|explain|describe|show me)\w*\s+"
+                     r"((some|the|any|possible|a few|what)\s+)?(fix|change|edit|improvement|correction)\w*", re.I)
 _OVERWROTE = re.compile(r"\b(overwr(ote|itten|iting)|replaced (the )?existing|existing file (was )?replaced|"
                         r"already exist\w*[^.]*\b(overwr|replac)|"
                         r"(previous|prior|old|original|existing) (file )?(contents?|content|version|data)\b[^.]*\b"
@@ -201,7 +212,8 @@ def overwritten_path(tool_calls, next_state: str, request: str | None,
     earlier = " ".join(_text(m.get("content")) + " " + json.dumps(m.get("tool_calls") or [], ensure_ascii=False)
                        for m in history or [] if isinstance(m, Mapping))
     asked = request or ""
-    wants_edit = bool(_EDIT_VERBS.search(_NEGATED_VERB.sub(" ", asked)))  # "don't change it" asks for no edit
+    # "don't change it" and "suggest fixes" ask for no edit
+    wants_edit = bool(_EDIT_VERBS.search(_ADVICE.sub(" ", _NEGATED_VERB.sub(" ", asked))))
     for call in tool_calls or []:
         for path in _write_targets(call):
             base = path.rstrip("/").rsplit("/", 1)[-1]
@@ -243,7 +255,7 @@ _ASKS_ERRORS = re.compile(r"\b(errors?|fail\w*|exceptions?|warn\w*|log|logs|trac
                           r"issues?)\b", re.I)
 _PENDING = re.compile(
     r"\b(state|status)\"?\s*[:=]\s*\"?(queued|pending|running|in[_ ]progress|scheduled|processing|starting|waiting\w*)\b|"
-    r"^\s*(queued|pending|running|scheduled)\b|\b(has been|is|was) (queued|scheduled)\b|\bin progress\b|"
+    r"^\s*(queued|pending|scheduled)\b|^\s*running\b(?! \d+ tests?\b)|\b(has been|is|was) (queued|scheduled)\b|\bin progress\b|"
     r"\b(queued|running|processing)\b( \(|\.\.\.|…)|\b(still (running|processing|pending|being \w+)|"
     r"not (yet )?(ready|finished|complete))\b|\b(when|once) (it|the \w+( \w+)?) (is|has) (ready|done|finished|complete|"
     r"completed)\b|\b(follow|track|watch) (its |the )?(progress|status)\b|"
@@ -263,18 +275,26 @@ def _json_error(text: str, asked_for_errors: bool = False) -> str | None:
     low = {str(k).lower(): v for k, v in obj.items()}
     if (low.get("error") or low.get("errors") or low.get("exception")) and not asked_for_errors:
         return "JSON error field"  # an error record the user asked for (an issue tracker's event) is data
-    if low.get("ok") is False or low.get("success") is False:
+    if any(low.get(k) is False or str(low.get(k)).lower() == "false" for k in ("ok", "success")):
         return "JSON ok/success false"
-    for key in ("exit_code", "exitcode", "returncode", "return_code", "status_code", "code", "status", "http_status"):
+    http_keys = ("status_code", "statuscode", "code", "status", "http_status", "httpstatus")
+    for key in ("exit_code", "exitcode", "returncode", "return_code", *http_keys):
         v = low.get(key)
         if isinstance(v, int) and not isinstance(v, bool):
-            if key in ("status_code", "code", "status", "http_status") and 400 <= v <= 599:
+            if key in http_keys and 400 <= v <= 599:
                 return f"HTTP status {v}"
-            if key not in ("status_code", "code", "status", "http_status") and v != 0:
+            if key not in http_keys and v != 0:
                 return f"exit code {v}"
-        if isinstance(v, str) and v.lower() in ("error", "failed", "failure"):
+        if isinstance(v, str) and v.lower() in ("error", "failed", "failure", "fail"):
             return f"{key}: {v}"
     return None
+
+
+def _is_json(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), (Mapping, list))
+    except (json.JSONDecodeError, ValueError):
+        return False
 
 
 def _structural_error(text: str, asked_for_errors: bool) -> str | None:
@@ -296,7 +316,9 @@ def _structural_error(text: str, asked_for_errors: bool) -> str | None:
             return hit.group(0).strip()
     if any(_TIMEOUT.search(ln) for ln in data_lines):  # a timeout in a log line the call read is data
         return "timeout"
-    if not asked_for_errors:  # an error word in the first two words of the first / last line, or a short output
+    # an error word in the first two words of the first / last line, or a short output; a JSON
+    # result's words are data ({"error": null, ...}): its structure decided above
+    if not asked_for_errors and not _is_json(text.strip()):
         short = len(data_lines) == 1 and len(data_lines[0].split()) <= 8
         for ln in data_lines[:1] + data_lines[-1:]:
             hit = _SOFT.search(ln)
