@@ -340,3 +340,19 @@ def test_side_rule_validation():
         SideRule("x", "y", "nowhere")
     with pytest.raises(ValueError, match="bad regex"):
         SideRule("x", "[")
+
+
+RETRY = ("[Sat 2026-12-05 07:16 UTC] The previous attempt did not produce a user-visible answer. Continue from the "
+         "current state and produce the visible answer now. Do not restart from scratch.")
+
+
+def test_openclaws_empty_answer_retry_belongs_to_the_run_it_retries():
+    heartbeat = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hello!"},
+                 {"role": "user", "content": "[Sat 2026-12-05 07:16 UTC] " + HOUSEKEEPING["heartbeat"][0]},
+                 {"role": "assistant", "content": "<tool_call>\n<tool_call>"}, {"role": "user", "content": RETRY + RUNTIME}]
+    assert RULES.side_reason(heartbeat) == "heartbeat"
+    assert RULES.side_reason(heartbeat + [{"role": "assistant", "content": ""}, {"role": "user", "content": RETRY}]) \
+        == "heartbeat"  # a retry of the retry too
+    user_run = [{"role": "user", "content": "please read hello.txt"}, {"role": "assistant", "content": ""},
+                {"role": "user", "content": RETRY}]
+    assert RULES.side_reason(user_run) is None  # the user's own run: a main turn, as import-openclaw reads it

@@ -12,6 +12,12 @@ matches; the default rules recognise OpenClaw's housekeeping traffic:
   assistant.``, user text opening with ``<conversation>``);
 * ``slug`` and ``title``: the filename-slug and session-title generators.
 
+OpenClaw's empty-answer retry (``EMPTY_RESPONSE_RETRY_INSTRUCTION``: "The previous attempt did not
+produce a user-visible answer. Continue ...", sent as a user message when a reply had no visible
+text) belongs to the run it retries: the request is classified by the user message before it (a
+heartbeat's retry is a ``heartbeat`` side turn, a user's is main), as ``import-openclaw`` reads
+the run from OpenClaw's own history.
+
 The exact strings were read from ``openclaw@2026.9.6`` (see ``tests/openclaw_agent/NOTES.md``). The
 heartbeat and memory-flush prompts match also after OpenClaw's time envelope
 (:data:`OPENCLAW_ENVELOPE`): the heartbeat prompt sent as a message arrives as
@@ -68,6 +74,8 @@ DEFAULT_SIDE_RULES = (
     SideRule("slug", r"Based on this conversation, generate a short 1-2 word filename slug", "last_user"),
     SideRule("title", r"Generate a concise session title \(3-6 words, max 60 characters\)", "last_user"),
 )
+#: OpenClaw's ``EMPTY_RESPONSE_RETRY_INSTRUCTION`` (after its time envelope)
+EMPTY_ANSWER_RETRY = re.compile(rf"^\s*{OPENCLAW_ENVELOPE}The previous attempt did not produce a user-visible answer\.")
 DEFAULT_CONTEXT_PATTERNS = (
     r"<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>.*?<<<END_OPENCLAW_INTERNAL_CONTEXT>>>",
     r"(?m)^Runtime: agent=.*$",
@@ -107,9 +115,14 @@ class TurnRules:
         return cls(side_rules=rules, context_patterns=tuple(context_patterns))
 
     def side_reason(self, messages: Sequence[Mapping]) -> str | None:
-        """Name of the first matching side rule, or None (a main turn)."""
-        last_user = next((m for m in reversed(messages) if m.get("role") == "user"
-                          and self.strip_context(_text(m)).strip()), None)
+        """Name of the first matching side rule, or None (a main turn). An OpenClaw empty-answer
+        retry (:data:`EMPTY_ANSWER_RETRY`) is classified by the messages before it (the run it
+        retries)."""
+        last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user"
+                     and self.strip_context(_text(messages[i])).strip()), None)
+        if last is not None and EMPTY_ANSWER_RETRY.search(self.strip_context(_text(messages[last]))):
+            return self.side_reason(messages[:last])
+        last_user = messages[last] if last is not None else None
         for rule in self.side_rules:
             if rule.where == "last_user":
                 pool = [last_user] if last_user else []
