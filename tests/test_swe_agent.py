@@ -17,8 +17,8 @@ import os
 
 import pytest
 
-from openclaw_rl.envs.swe.agent import parse_action, rollout_timeout, run_swe_episode, save_trajectory
-from openclaw_rl.envs.swe.config import SUBMIT_MARKER, load_config
+from openclaw_rl.envs.swe.agent import parse_action, run_swe_episode, save_trajectory
+from openclaw_rl.envs.swe.config import SUBMIT_MARKER, load_config, swe_flags
 from openclaw_rl.envs.swe.env import SweEnv
 from tests.test_swe_env import FIXES, INSTANCES, _fix_command, pytestmark  # noqa: F401 (skip marks)
 
@@ -117,8 +117,8 @@ def test_env_protocol_tool_call_and_bad_config(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="lacks agent.instance_template"):
         load_config(bad)
     with pytest.raises(ValueError, match="SWE_ROLLOUT_TIMEOUT"):
-        rollout_timeout({"SWE_ROLLOUT_TIMEOUT": "soon"})
-    assert rollout_timeout({}) is None and rollout_timeout({"SWE_ROLLOUT_TIMEOUT": "0"}) is None
+        swe_flags({"SWE_ROLLOUT_TIMEOUT": "soon"})
+    assert swe_flags({}).swe_rollout_timeout == 0.0 == swe_flags({"SWE_ROLLOUT_TIMEOUT": "0"}).swe_rollout_timeout
     assert parse_action(block("ls -la"), load_config().action_regex) == ("ls -la", ["ls -la"])
     with pytest.raises(ValueError):
         SweEnv("x", {"instance": {"problem_statement": "p"}})

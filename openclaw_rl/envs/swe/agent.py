@@ -31,26 +31,15 @@ import uuid
 from typing import Any
 
 from openclaw_rl.agentic.agent_loop import AgentStep, Episode, StopReason
-from openclaw_rl.envs.swe.config import swe_flags
 from slime.errors import one_line
 
-__all__ = ["parse_action", "rollout_timeout", "run_swe_episode"]
+__all__ = ["parse_action", "run_swe_episode", "save_trajectory", "swe_episode"]
 
 
 def parse_action(content: str, action_regex: str) -> tuple[str | None, list[str]]:
     """``(command, actions)``: the single bash block of a reply (None unless exactly one)."""
     actions = [a.strip() for a in re.findall(action_regex, content or "", re.DOTALL)]
     return (actions[0] if len(actions) == 1 else None), actions
-
-
-def rollout_timeout(environ: dict | None = None) -> float | None:
-    """``--swe-rollout-timeout``'s fallback ``SWE_ROLLOUT_TIMEOUT``: seconds per episode (unset or
-    0: none).
-
-    Raises:
-        slime.flags.ConfigError (a ValueError): not a number >= 0 (one line naming the variable).
-    """
-    return swe_flags(environ).swe_rollout_timeout or None
 
 
 async def run_swe_episode(chat: Any, env: Any, sampling_params: dict, step_limit: int, *,
