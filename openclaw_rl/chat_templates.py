@@ -17,6 +17,15 @@ by dropping ``reasoning_content``), which capture detects and records.
 
 from __future__ import annotations
 
+#: Qwen3 special tokens, in id order from 151643 (as in Qwen3's tokenizer_config.json).
+QWEN3_SPECIAL_TOKENS = (
+    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
+    "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
+    "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>", "<tool_call>",
+    "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>",
+    "<|repo_name|>", "<|file_sep|>", "<tool_response>", "</tool_response>", "<think>", "</think>",
+)
+
 _TOOLS_BLOCK = (
     "{%- if tools %}"
     "{{- '<|im_start|>system\\n' }}"

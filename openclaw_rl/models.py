@@ -28,7 +28,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from openclaw_rl.chat_templates import QWEN3_CHAT_TEMPLATE, SMOLLM2_CHAT_TEMPLATE
+from openclaw_rl.chat_templates import QWEN3_CHAT_TEMPLATE, QWEN3_SPECIAL_TOKENS, SMOLLM2_CHAT_TEMPLATE
 
 BUILTIN_PREFIX = "builtin:"
 BUILTIN_MODELS = ("smollm2-135m", "tiny-qwen3", "tiny-qwen2-vl")
@@ -36,14 +36,6 @@ DEFAULT_MODEL = "builtin:smollm2-135m"
 #: a peft adapter folder's config (a LoRA run's checkpoints hold only the adapter)
 ADAPTER_CONFIG = "adapter_config.json"
 
-#: Qwen3 special tokens, in id order from 151643 (as in Qwen3's tokenizer_config.json).
-QWEN3_SPECIAL_TOKENS = (
-    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
-    "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
-    "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>", "<tool_call>",
-    "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>",
-    "<|repo_name|>", "<|file_sep|>", "<tool_response>", "</tool_response>", "<think>", "</think>",
-)
 QWEN_SPECIAL_START_ID = 151643
 #: Qwen2 pre-tokenizer split pattern (single digits).
 QWEN_PATTERN = (

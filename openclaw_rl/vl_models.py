@@ -21,8 +21,7 @@ import inspect
 import json
 from pathlib import Path
 
-from openclaw_rl.chat_templates import QWEN3_CHAT_TEMPLATE
-from openclaw_rl.models import QWEN3_SPECIAL_TOKENS
+from openclaw_rl.chat_templates import QWEN3_CHAT_TEMPLATE, QWEN3_SPECIAL_TOKENS
 
 __all__ = ["IMAGE_MAX_PIXELS", "IMAGE_MIN_PIXELS", "QWEN2_VL_CHAT_TEMPLATE", "build_tiny_qwen2_vl",
            "train_tiny_tokenizer"]
