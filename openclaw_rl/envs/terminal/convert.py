@@ -36,6 +36,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+from openclaw_rl.envs.terminal.wheel import find_wheel
+
 DATA_PREFIX = "inspect_evals/agent_bench/data/"
 SPLITS = {"agent_bench_os.json": ("dev", "heldout"), "agent_bench_os_test.json": ("test", "train")}
 AGENT_HOME = "/home/agent"
@@ -232,8 +234,6 @@ def convert(wheel: Path, out: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI: ``--out DIR [--wheel PATH]``; prints the counts; one-line error on bad input."""
-    from openclaw_rl.envs.terminal.data import find_wheel
-
     ap = argparse.ArgumentParser(description="Convert AgentBench OS tasks into task directories.")
     ap.add_argument("--out", required=True, help="output directory")
     ap.add_argument("--wheel", default=None, help="inspect_evals wheel (default: the one make install fetched)")
