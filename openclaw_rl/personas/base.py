@@ -118,29 +118,3 @@ class Persona(ABC):
             return PERSON_CORRECTIONS[problem]
         failed = self.failed_checks(reply, item)
         return self.corrections[failed[0]] if failed else self.thanks
-
-
-def make_user(persona: str | Persona, llm_url: str | None = None, *, llm_model: str | None = None,
-              llm_api_key: str | None = None, timeout: float = 600.0):
-    """The simulated user for ``persona``: rule-based, or an LLM playing it when ``llm_url`` is set.
-
-    Args:
-        persona: a name from :data:`openclaw_rl.personas.PERSONAS` or a :class:`Persona`.
-        llm_url: base URL of any OpenAI-compatible endpoint (``.../v1``), or None for the rules.
-        llm_model: model name sent to that endpoint (default: the first of its ``/v1/models``).
-        llm_api_key: its API key (default ``$OPENAI_API_KEY`` or ``"none"``).
-
-    Returns:
-        An object with ``opening(item)``, ``rate(reply, item) -> Rating`` and ``feedback(reply, item)``.
-
-    Raises:
-        KeyError: unknown persona name.
-    """
-    from openclaw_rl.personas import PERSONAS
-
-    p = PERSONAS[persona]() if isinstance(persona, str) else persona
-    if not llm_url:
-        return p
-    from openclaw_rl.personas.llm import LLMUser
-
-    return LLMUser(p, llm_url, model=llm_model, api_key=llm_api_key, timeout=timeout)
