@@ -34,8 +34,8 @@ from openclaw_rl.engine import SamplingParams  # noqa: E402
 from openclaw_rl.engine.transformers_engine import TransformersEngine  # noqa: E402
 from openclaw_rl.models import load_tokenizer  # noqa: E402
 from openclaw_rl.rollout.samples import turn_to_sample  # noqa: E402
-from slime.arguments import parse_args  # noqa: E402
-from slime.backend import TrainingBackend  # noqa: E402
+from slime.config.arguments import parse_args  # noqa: E402
+from slime.trainer.backend import TrainingBackend  # noqa: E402
 
 #: (temperature, top_p) of the mixed batch; temperature 0 is greedy
 SETTINGS = ((1.0, 1.0), (0.7, 0.9), (0.7, 1.0), (1.3, 0.5), (0.5, 0.95), (0.0, 1.0))

@@ -3,7 +3,7 @@
     python benchmarks/track2_learning.py [--family math-tool|terminal|gui|swe|all] [--runs 1] [--steps 8]
 
 Runs :func:`tests.support.track2_learning.run` (the family's plugin file, the real intercept
-server, real sandboxed environments and scoring, :class:`slime.backend.TrainingBackend`; no Ray)
+server, real sandboxed environments and scoring, :class:`slime.trainer.backend.TrainingBackend`; no Ray)
 and prints per family: task counts (training / held-out wordings), seconds per episode (training
 steps and held-out evaluation), the held-out pass rate before and after training with Wilson 95 %
 intervals, the training reward of the first and last steps, and for swe the held-out

@@ -1,4 +1,4 @@
-"""Training benchmark: what :class:`slime.backend.TrainingBackend` costs against a bare loop.
+"""Training benchmark: what :class:`slime.trainer.backend.TrainingBackend` costs against a bare loop.
 
 Run from the repository root::
 
@@ -11,7 +11,7 @@ One run, everything in this process:
 
 1. **Rollouts from the real serving engine.** ``TransformersEngine`` (the CPU engine the server
    uses: KV cache, one token at a time) samples ``--batch-size`` responses at temperature 1
-   (top-p 1) to chat-template prompts; each becomes a :class:`~slime.sample.Sample` with the
+   (top-p 1) to chat-template prompts; each becomes a :class:`~slime.record.sample.Sample` with the
    engine's sampling log-probs and weight version 0, and a random advantage.
 2. **Train/rollout log-prob mismatch at step 0.** A fresh ``TrainingBackend`` on the same weights
    runs one ``train_step``; ``train_rollout_logprob_abs_diff`` is the mean
@@ -27,7 +27,7 @@ One run, everything in this process:
    Tokens/s counts prompt + response tokens per second of the whole step (median over
    ``--repeats``); ``ratio`` is backend / bare (goal: close to 1; the backend does strictly more work).
 4. **Data-parallel train actors.** For each of ``--actors`` (default ``1 2``) a
-   :class:`slime.train_group.TrainGroup` of that many Ray train actors (FSDP2; gloo on CPU, NCCL on
+   :class:`slime.orchestration.train_group.TrainGroup` of that many Ray train actors (FSDP2; gloo on CPU, NCCL on
    GPUs) trains the same global batch, the groups one step each in turn (same background load);
    tokens/s is the batch's tokens per second of the driver's whole ``train_step`` call (Ray
    included), median over ``--repeats`` after one warm-up step, printed side by side with the
@@ -64,10 +64,10 @@ import torch  # noqa: E402
 from openclaw_rl.engine import SamplingParams  # noqa: E402
 from openclaw_rl.engine.transformers_engine import TransformersEngine  # noqa: E402
 from openclaw_rl.models import load_model, load_tokenizer  # noqa: E402
-from slime.arguments import parse_args  # noqa: E402
-from slime.backend import DEFAULT_LORA_TARGET_MODULES, TrainingBackend  # noqa: E402
-from slime.batch import collate_samples, split_micro_batches  # noqa: E402
-from slime.sample import Sample  # noqa: E402
+from slime.config.arguments import parse_args  # noqa: E402
+from slime.trainer.backend import DEFAULT_LORA_TARGET_MODULES, TrainingBackend  # noqa: E402
+from slime.record.batch import collate_samples, split_micro_batches  # noqa: E402
+from slime.record.sample import Sample  # noqa: E402
 
 TOPICS = ("tide pools", "bread baking", "binary search", "volcanoes", "chess openings",
           "bicycle repair", "prime numbers", "jazz harmony", "rain forests", "compilers")
@@ -170,11 +170,11 @@ def random_samples(n: int, seq_len: int, vocab: int = 151643) -> list[Sample]:
 
 
 def data_parallel(args, flags: list[str], samples: list[Sample]) -> dict:
-    """Tokens/s of ``train_step`` on :class:`slime.train_group.TrainGroup` s of ``args.actors``
+    """Tokens/s of ``train_step`` on :class:`slime.orchestration.train_group.TrainGroup` s of ``args.actors``
     train actors (a private local Ray cluster); ``{"tokens_per_s": {N: ...}, "ratio_vs_1": {N: ...}}``."""
     import ray
 
-    from slime.train_group import TrainGroup
+    from slime.orchestration.train_group import TrainGroup
 
     gpus = torch.cuda.device_count() if args.device == "cuda" else 0
     ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False, log_to_driver=False,

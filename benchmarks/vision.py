@@ -72,9 +72,9 @@ def main(argv: list[str] | None = None) -> dict:
     from openclaw_rl.engine.base import GenerationOutput
     from openclaw_rl.engine.transformers_engine import TransformersEngine
     from openclaw_rl.models import resolve_model_path
-    from slime.arguments import parse_args
-    from slime.backend import TrainingBackend
-    from slime.sample import Sample
+    from slime.config.arguments import parse_args
+    from slime.trainer.backend import TrainingBackend
+    from slime.record.sample import Sample
 
     folder = resolve_model_path(a.model_path)
     processor = load_processor(folder)

@@ -7,7 +7,7 @@ the letter of the preference but not its point (:meth:`Preference.quality_proble
 preference over-applied ("Alex, Alex, Alex!"), a repetition loop, garbled characters, or a reply
 with nothing in it but the requested words. The rule and those checks together are the ground
 truth the run measures the model and the judge against; the judge never sees them (it reads only
-the next state). The behaviour checks are the trainer's own (:mod:`slime.behaviour`), so the
+the next state). The behaviour checks are the trainer's own (:mod:`slime.guards.behaviour`), so the
 user, the held-out measurement and the promotion gate call the same reply degenerate.
 
 Which preference the main job uses was chosen by measuring (``python -m
@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from slime.behaviour import Problem, behaviour_problems, on_topic, words
+from slime.guards.behaviour import Problem, behaviour_problems, on_topic, words
 
 __all__ = ["Preference", "PREFERENCES", "DEFAULT_PREFERENCE", "get_preference", "addresses_by_name"]
 
@@ -97,10 +97,10 @@ class Preference:
 
     def quality_problem(self, reply: str, question: str | None = None, *, cut: bool = False) -> str | None:
         """What a person would object to in ``reply`` beyond the stated rule, or None:
-        a :class:`slime.behaviour.Problem` value (``over_application``, ``repetition_loop``,
+        a :class:`slime.guards.behaviour.Problem` value (``over_application``, ``repetition_loop``,
         ``rare_char_run``, ``tool_call_loop``, ``mixed_script``); ``"no_answer"``: the reply ignores the question,
         either with fewer than two words besides the requested ones or, when ``question`` (its
-        text) is given, with no content word in common with it (:func:`slime.behaviour.on_topic`:
+        text) is given, with no content word in common with it (:func:`slime.guards.behaviour.on_topic`:
         "Alex, how nice to meet you!" to an arithmetic question); or ``"cut_off"`` when ``cut``
         (the reply ended on the token budget, finish reason ``length``): the person sees a reply
         that stops mid-sentence, whatever it says. A length rule is otherwise met by exactly such

@@ -15,14 +15,14 @@ Main names:
     load_checkpoint                            -- Hugging Face format checkpoints
 """
 
-from slime.advantages import broadcast_reward, compute_advantages, grpo, grpo_advantages
-from slime.arguments import ConfigError, SlimeConfig, parse_args
-from slime.batch import SampleBatch, collate_samples, split_micro_batches
-from slime.flags import flag
+from slime.algorithms.advantages import broadcast_reward, compute_advantages, grpo, grpo_advantages
+from slime.config.arguments import ConfigError, SlimeConfig, parse_args
+from slime.record.batch import SampleBatch, collate_samples, split_micro_batches
+from slime.config.flags import flag
 from slime.methods import Method
-from slime.checkpoint import TrainerState, find_latest_checkpoint, load_checkpoint, save_checkpoint
-from slime.logprobs import TokenLogprobs, compute_token_logprobs, entropy_from_logits, token_logprobs_from_logits
-from slime.losses import (
+from slime.trainer.checkpoint import TrainerState, find_latest_checkpoint, load_checkpoint, save_checkpoint
+from slime.algorithms.logprobs import TokenLogprobs, compute_token_logprobs, entropy_from_logits, token_logprobs_from_logits
+from slime.algorithms.losses import (
     LossInputs,
     LossOutputs,
     PolicyLossConfig,
@@ -32,7 +32,7 @@ from slime.losses import (
     reduce_metrics,
     tis_weights,
 )
-from slime.sample import Sample, SampleStatus
+from slime.record.sample import Sample, SampleStatus
 
 __all__ = [
     "ConfigError",

@@ -5,7 +5,7 @@ method's advantages -> loss -> optimizer step -> checkpoint -> publish weights.
 
 The method (``--advantage-estimator``: a registered name or ``path/to/method.py:Class``) and the
 rollout service (``--rollout-service``) are found by name or path (:mod:`slime.methods.registry`,
-:mod:`slime.services`); this loop names neither (docs/architecture.md, "The seams").
+:mod:`slime.orchestration.services`); this loop names neither (docs/architecture.md, "The seams").
 
 Two variants, both plain code below:
 
@@ -28,32 +28,32 @@ import time
 import traceback
 from pathlib import Path
 
-if __package__ in (None, ""):  # `python slime/train.py`: make the repository importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if __package__ in (None, ""):  # `python slime/train.py`: the repository, not slime/, is on the path
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from slime.actor_death import ActorDied, actor_death_line  # noqa: E402
-from slime.arguments import ConfigError  # noqa: E402
-from slime.checkpoint import resume_point  # noqa: E402
+from slime.orchestration.actor_death import ActorDied, actor_death_line  # noqa: E402
+from slime.config.arguments import ConfigError  # noqa: E402
+from slime.trainer.checkpoint import resume_point  # noqa: E402
 from slime.errors import one_line, root_cause_line  # noqa: E402,F401 (part of this module's API)
 from slime.methods.registry import load_method_class  # noqa: E402
-from slime.monitor import MetricsLogger  # noqa: E402
-from slime.placement import actor_options, rollout_gpu_request  # noqa: E402
-from slime.plugin_check import check_plugins  # noqa: E402
-from slime.plugin_failures import plugin_error_message  # noqa: E402
-from slime.promotion import GateFailureAction, GateThresholds, PromotionGate  # noqa: E402
-from slime.publish import Publisher  # noqa: E402
-from slime.ray_actors import RolloutManager, init_ray  # noqa: E402
-from slime.rollout_plugins import rollout_choice  # noqa: E402
-from slime.run_args import parse_run_args, with_absolute_paths  # noqa: E402
-from slime.services import load_service_class  # noqa: E402
-from slime.train_group import TrainGroup  # noqa: E402
+from slime.orchestration.monitor import MetricsLogger  # noqa: E402
+from slime.orchestration.placement import actor_options, rollout_gpu_request  # noqa: E402
+from slime.plugins.check import check_plugins  # noqa: E402
+from slime.plugins.failures import plugin_error_message  # noqa: E402
+from slime.guards.promotion import GateFailureAction, GateThresholds, PromotionGate  # noqa: E402
+from slime.orchestration.publish import Publisher  # noqa: E402
+from slime.orchestration.ray_actors import RolloutManager, init_ray  # noqa: E402
+from slime.plugins.rollout import rollout_choice  # noqa: E402
+from slime.config.run_args import parse_run_args, with_absolute_paths  # noqa: E402
+from slime.orchestration.services import load_service_class  # noqa: E402
+from slime.orchestration.train_group import TrainGroup  # noqa: E402
 
 log = logging.getLogger("slime.train")
 
 
 def check_run(cfg) -> list[str]:
     """Every start-up check of a run, before Ray or any model starts: the rollout service's checks
-    (its flags and data files), all plugins (:func:`slime.plugin_check.check_plugins`), the
+    (its flags and data files), all plugins (:func:`slime.plugins.check.check_plugins`), the
     method's own checks, and the flag combinations that involve the method.
 
     Returns:
@@ -61,7 +61,7 @@ def check_run(cfg) -> list[str]:
 
     Raises:
         ConfigError / ValueError: a bad flag or combination (one-line message).
-        slime.plugins.PluginError: a plugin, method or service that does not load or check.
+        slime.plugins.loader.PluginError: a plugin, method or service that does not load or check.
     """
     service_cls = load_service_class(cfg.rollout_service)
     for warning in service_cls.check(cfg):
@@ -103,9 +103,9 @@ def train(cfg, logger: MetricsLogger | None = None) -> dict:
         A summary dict.
 
     Raises:
-        ConfigError / ValueError / slime.plugins.PluginError: from :func:`check_run`, before
+        ConfigError / ValueError / slime.plugins.loader.PluginError: from :func:`check_run`, before
             anything starts.
-        slime.actor_death.ActorDied: an actor's process died (its one-line message names it, the
+        slime.orchestration.actor_death.ActorDied: an actor's process died (its one-line message names it, the
             step and how to resume), after the service is shut down.
         Other exceptions from the actors propagate after the service is shut down.
     """
@@ -217,13 +217,13 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
 
 def trainer_metrics(train_metrics: dict) -> dict:
     """A train step's metrics as the run logs them: ``train/<name>``, except the collapse guard's
-    ``guard/*`` (:mod:`slime.collapse_guard`), which keep their names."""
+    ``guard/*`` (:mod:`slime.guards.collapse`), which keep their names."""
     return {(k if k.startswith("guard/") else f"train/{k}"): v for k, v in train_metrics.items()}
 
 
 def rollout_manager_options(cfg) -> dict:
     """Ray options of the run's rollout manager: the GPUs of the rollout engines and of the
-    service's own models (:func:`slime.placement.rollout_gpu_request`), pinned to
+    service's own models (:func:`slime.orchestration.placement.rollout_gpu_request`), pinned to
     ``--rollout-gpu-ids`` (and the service's ids) when given."""
     return actor_options(*rollout_gpu_request(cfg, load_service_class(cfg.rollout_service)))
 
@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns the exit code (2 on a configuration error).
 
     Every path flag is made absolute against the caller's directory before anything starts
-    (:func:`slime.run_args.with_absolute_paths`), so the actors, the server the rollout service
+    (:func:`slime.config.run_args.with_absolute_paths`), so the actors, the server the rollout service
     starts and a Ray job's copy of the repository all read and write where the caller meant."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):  # `python slime/train_async.py`: make the repository importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if __package__ in (None, ""):  # `python slime/train_async.py`: the repository, not slime/, is on the path
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 from slime.train import main  # noqa: E402
 

@@ -19,7 +19,7 @@ from openclaw_rl.agentic.agent_loop import MALFORMED_CALL, ServerChat, run_episo
 from openclaw_rl.agentic.pool_client import LocalEnvHandle
 from openclaw_rl.agentic.trajectory import episode_samples
 from openclaw_rl.capture.store import TrajectoryStore
-from slime.sample import Sample, SampleStatus
+from slime.record.sample import Sample, SampleStatus
 from tests.support.tool_model import SHORT_TOOLS
 
 SYSTEM = "You are helpful."

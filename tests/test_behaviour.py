@@ -2,7 +2,7 @@
 
 import pytest
 
-from slime.behaviour import Problem, behaviour_problems, distinct_pairs, over_applied_word
+from slime.guards.behaviour import Problem, behaviour_problems, distinct_pairs, over_applied_word
 
 CLEAN = [
     "Sure, Alex! The capital of France is Paris, a city known for its art and food.",

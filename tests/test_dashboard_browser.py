@@ -1,7 +1,7 @@
 """The dashboard in a real browser (Debian's chromium driven by Playwright) during a live run: the
 Combine launch script submits a real Ray training job (the test process's private Ray head), which
 starts the intercept server on the tiny model and trains one judged turn per step while the test
-talks to it. The train actor is held at the start of step 1 (:mod:`slime.fault_points`, carried
+talks to it. The train actor is held at the start of step 1 (:mod:`slime.orchestration.fault_points`, carried
 into the job by ``SLIME_JOB_ENV``) while a person, in the browser:
 
 * rates -1 a turn the judge voted +1: the step that trains it logs the reward -1;
@@ -28,7 +28,7 @@ import pytest
 
 from openclaw_rl.capture.store import TrajectoryStore
 from openclaw_rl.server.launcher import free_port
-from slime.fault_points import FAULT_AT_ENV, FAULT_DIR_ENV, release, wait_reached
+from slime.orchestration.fault_points import FAULT_AT_ENV, FAULT_DIR_ENV, release, wait_reached
 from tests.support.control import AUTH, converse, files_containing
 from tests.support.ray_head import job_env
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from slime.methods import Method, load_method_class
-from slime.run_args import parse_run_args
-from slime.sample import Sample
+from slime.config.run_args import parse_run_args
+from slime.record.sample import Sample
 
 REPO = Path(__file__).resolve().parent.parent
 

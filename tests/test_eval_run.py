@@ -192,7 +192,7 @@ def _save_tiny_checkpoint(save_dir: Path, lora: bool) -> None:
     import torch
 
     from openclaw_rl.models import load_model, load_tokenizer
-    from slime.checkpoint import TrainerState, save_checkpoint
+    from slime.trainer.checkpoint import TrainerState, save_checkpoint
 
     torch.manual_seed(0)
     model = load_model("builtin:tiny-qwen3")

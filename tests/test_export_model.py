@@ -15,7 +15,7 @@ from peft import LoraConfig, PeftModel, get_peft_model
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from openclaw_rl.models import load_model, load_tokenizer, resolve_model_path
-from slime.checkpoint import TrainerState, save_checkpoint
+from slime.trainer.checkpoint import TrainerState, save_checkpoint
 from tests.support.server import running_server
 
 BASE = "builtin:smollm2-135m"  # a real model: its greedy choices are not near-ties

@@ -35,9 +35,9 @@ def _trainer_log(path):
     (:func:`openclaw_rl.main_job.progress.console_to_log`), with the trainer's lines on two sessions."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.write(fd, b"INFO step 1 reward/mean=0.5\n"
-                 b"(TrainActor pid=1) WARNING:slime.admission:s-secret:0: degenerate reply (over_application: "
+                 b"(TrainActor pid=1) WARNING:slime.guards.admission:s-secret:0: degenerate reply (over_application: "
                  + SECRET.encode() + b")\n"
-                 b"(TrainActor pid=1) INFO:slime.admission:s-other:0: rejected reply repeats 'note'\n")
+                 b"(TrainActor pid=1) INFO:slime.guards.admission:s-other:0: rejected reply repeats 'note'\n")
     return fd
 
 
@@ -117,7 +117,7 @@ def test_forget_a_session_mid_stream_with_rollback(tmp_path):
         # the trainer goes on appending to its log after the rewrite: at the new end, no hole
         os.write(run_log, b"INFO step 2 reward/mean=-0.5\n")
         assert (run / "run.log").read_bytes() == (
-            b"INFO step 1 reward/mean=0.5\n(TrainActor pid=1) INFO:slime.admission:s-other:0: rejected reply repeats "
+            b"INFO step 1 reward/mean=0.5\n(TrainActor pid=1) INFO:slime.guards.admission:s-other:0: rejected reply repeats "
             b"'note'\nINFO step 2 reward/mean=-0.5\n")
         assert "GET /healthz" in server.log()  # the server's other lines are kept
         assert httpx.get(root + "/healthz").json()["weight_version"] == 0

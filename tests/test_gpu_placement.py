@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from slime.run_args import parse_run_args
+from slime.config.run_args import parse_run_args
 
 pytestmark = pytest.mark.ray
 
@@ -50,7 +50,7 @@ def _cfg(tmp_path, *extra):
 
 
 def test_train_actors_get_the_listed_gpus(gpu_head, tmp_path):
-    from slime.train_group import TrainGroup
+    from slime.orchestration.train_group import TrainGroup
 
     group = TrainGroup(_cfg(tmp_path, "--actor-num-gpus-per-node", "2", "--actor-gpu-ids", "2,3"))
     try:
@@ -66,7 +66,7 @@ def test_train_actors_get_the_listed_gpus(gpu_head, tmp_path):
 
 @pytest.mark.slow  # ~10 s alone, up to a minute on a loaded machine
 def test_train_actors_without_ids_get_distinct_ray_gpus(gpu_head, tmp_path):
-    from slime.train_group import TrainGroup
+    from slime.orchestration.train_group import TrainGroup
 
     group = TrainGroup(_cfg(tmp_path, "--actor-num-gpus-per-node", "2"))
     try:
@@ -81,7 +81,7 @@ def test_train_actors_without_ids_get_distinct_ray_gpus(gpu_head, tmp_path):
 
 @pytest.mark.slow  # ~10 s alone, up to a minute on a loaded machine
 def test_rollout_manager_gets_engine_then_prm_gpus(gpu_head, tmp_path):
-    from slime.ray_actors import RolloutManager
+    from slime.orchestration.ray_actors import RolloutManager
     from slime.train import rollout_manager_options
 
     sessions = tmp_path / "sessions.jsonl"
@@ -146,7 +146,7 @@ def test_vllm_engines_of_the_jobs_server_get_the_rollout_gpus(monkeypatch, tmp_p
 
 def test_backend_without_its_environment_is_a_one_line_error(tmp_path):
     from openclaw_rl.rollout.service import OpenClawRolloutService
-    from slime.flags import ConfigError
+    from slime.config.flags import ConfigError
 
     cfg = _cfg(tmp_path, "--backend", "sglang", "--engine-python", str(tmp_path / "no-python"))
     with pytest.raises(ConfigError, match="--backend sglang: no engine interpreter at"):

@@ -35,10 +35,10 @@ from openclaw_rl.capture.store import TrajectoryStore
 from openclaw_rl.envs.gui.env import check_policy
 from openclaw_rl.models import resolve_model_path
 from openclaw_rl.vl_models import load_processor
-from slime.arguments import parse_args
-from slime.backend import TrainingBackend
-from slime.plugins import load_function
-from slime.sample import Sample
+from slime.config.arguments import parse_args
+from slime.trainer.backend import TrainingBackend
+from slime.plugins.loader import load_function
+from slime.record.sample import Sample
 from tests.support.server import running_server
 
 REPO = Path(__file__).resolve().parent.parent

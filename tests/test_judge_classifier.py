@@ -16,7 +16,7 @@ from openclaw_rl.judges.modes import build_backend, describe_prm_choice
 from openclaw_rl.judges.prompts import JudgeInput, judge_input_for_turn
 from openclaw_rl.judges.tool_signals import canonical_call, tool_verdict
 from openclaw_rl.preferences import PREFERENCES, _quality_corrections
-from slime.behaviour import Problem
+from slime.guards.behaviour import Problem
 
 
 def _call(name, **args):

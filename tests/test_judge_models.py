@@ -16,7 +16,7 @@ from openclaw_rl.judges.modes import PRM_MODES, make_local_backend, resolve_hint
 from openclaw_rl.judges.prompts import JudgeInput
 from openclaw_rl.judges.prototype import PrototypeJudgeBackend
 from slime.methods.registry import load_method_class
-from slime.run_args import parse_run_args
+from slime.config.run_args import parse_run_args
 
 TINY = "builtin:tiny-qwen3"
 INPUTS = [JudgeInput("2+2 is 5.", "No, that's wrong.", "user", None, "What is 2+2?"),

@@ -27,7 +27,7 @@ def test_env_fallbacks_reach_the_job(tiny_server, ray_head, tmp_path):
     out = r.stdout + r.stderr
     assert r.returncode != 0, out[-4000:]
     assert "slime/train.py: error: MAJORITY_VOTE_THRESHOLD must be <= 1, got 2.0" in out, out[-4000:]
-    env_vars = subprocess.run([str(Path(env["PYTHON"])), "-m", "slime.run_args", "--runtime-env"], cwd=REPO,
+    env_vars = subprocess.run([str(Path(env["PYTHON"])), "-m", "slime.config.run_args", "--runtime-env"], cwd=REPO,
                               env={**env, "MAJORITY_VOTE_THRESHOLD": "0.75", "PRM_API_KEY": "secret"},
                               capture_output=True, text=True, check=True).stdout
     assert '"MAJORITY_VOTE_THRESHOLD": "0.75"' in env_vars and "secret" not in env_vars

@@ -12,7 +12,7 @@ import pytest
 import ray
 
 from openclaw_rl.server.launcher import free_port
-from slime.run_args import parse_run_args
+from slime.config.run_args import parse_run_args
 from slime.train import train
 
 pytestmark = pytest.mark.ray

@@ -135,7 +135,7 @@ def test_main_job_flags_and_trainer_command_line():
     assert argv[argv.index("--truncated-replies") + 1] == "train"
     assert argv[argv.index("--sample-order") + 1] == "newest"
     assert argv[argv.index("--kl-loss-coef") + 1] == "0.02"
-    from slime.run_args import parse_run_args
+    from slime.config.run_args import parse_run_args
     cfg = parse_run_args(argv)
     assert (cfg.num_rollout, cfg.rollout_batch_size, cfg.truncated_replies) == (DEFAULT_STEPS, DEFAULT_BATCH_SIZE, "train")
     assert (cfg.combine_rl_baseline, cfg.combine_w_opd, cfg.combine_w_rl) == ("batch-mean", 0.1, 1.0)
@@ -178,7 +178,7 @@ def test_sigterm_stops_the_server_and_ray_the_main_job_started(tmp_path, phase):
     """``kill <pid>`` of ``make run`` while its server starts: exit 143 with one line, and the
     policy server it started is stopped, not left running without it (before, Python's default
     SIGTERM ended the job at once and the server outlived it). While the trainer runs, Ray's
-    handlers take over SIGTERM (``slime.ray_actors._python_sigterm_handler_back``); that phase
+    handlers take over SIGTERM (``slime.orchestration.ray_actors._python_sigterm_handler_back``); that phase
     ("training": wait for ``ray::TrainActor``) exits 1 instead of 143 and is not asserted yet."""
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "SLIME_CALLER_CWD", "HISTORY_PATH")}
     proc = subprocess.Popen([sys.executable, "-m", "openclaw_rl.main_job", "--method", "rl", "--model-path",

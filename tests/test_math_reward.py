@@ -6,8 +6,8 @@ import pytest
 
 from openclaw_rl.envs.math_tool.prompt import task_prompt
 from openclaw_rl.envs.math_tool.reward import reward, score_answer, tool_calls_of
-from slime.reward_plugins import RewardPlugin
-from slime.sample import Sample
+from slime.plugins.reward import RewardPlugin
+from slime.record.sample import Sample
 
 SPEC = "openclaw_rl.envs.math_tool.reward.reward"
 

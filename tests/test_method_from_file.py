@@ -27,8 +27,8 @@ TOY_METHOD = '''
 """A toy method: advantage = reward - running mean of the rewards of earlier steps."""
 from dataclasses import dataclass
 
-from slime.advantages import broadcast_to_tokens
-from slime.flags import flag
+from slime.algorithms.advantages import broadcast_to_tokens
+from slime.config.flags import flag
 from slime.methods import Method
 
 

@@ -19,7 +19,7 @@ from openclaw_rl.judges.hints import HintVote, clean_hint, parse_hint_vote, sele
 from openclaw_rl.models import load_model, load_tokenizer
 from openclaw_rl.opd.advantages import combine_advantages, dispatch_branch, opd_advantages
 from openclaw_rl.opd.teacher import HINT_FORMAT, hinted_messages, response_logprobs, score_teacher, teacher_prompt_ids
-from slime.sample import Sample
+from slime.record.sample import Sample
 
 TINY = "builtin:tiny-qwen3"
 
@@ -139,8 +139,8 @@ def test_teacher_logprobs_align_with_student_tokens_multibyte(tok):
 
 
 def _backend(extra: list[str] = ()):
-    from slime.arguments import parse_args
-    from slime.backend import TrainingBackend
+    from slime.config.arguments import parse_args
+    from slime.trainer.backend import TrainingBackend
 
     cfg = parse_args(["--model-path", TINY, "--rollout-batch-size", "2", "--lr", "1e-2",
                       "--rollout-temperature", "1.0", *extra])
@@ -221,7 +221,7 @@ def test_combine_normalises_each_branch_over_its_own_tokens():
     opd_part = [both.advantages[0] - 0.5, both.advantages[1] - 0.5] + opd.advantages
     assert math.sqrt(sum(a * a for a in opd_part) / 5) == pytest.approx(2.0, rel=1e-5)
     # a mixed batch (some samples without a teacher) collates; teacher rows are 0 where absent
-    from slime.batch import collate_samples
+    from slime.record.batch import collate_samples
     batch = collate_samples([both, rl])
     assert batch.teacher_logprobs_B_T[0, 1:].tolist() == [-1.0, -2.0]
     assert batch.teacher_logprobs_B_T[1].tolist() == [0.0, 0.0, 0.0]
@@ -374,7 +374,7 @@ def test_bad_opd_flags_are_one_line_errors(argv, env, message, monkeypatch, caps
 
 
 def test_combine_weights_from_env(monkeypatch):
-    from slime.run_args import parse_run_args
+    from slime.config.run_args import parse_run_args
 
     monkeypatch.setenv("OPENCLAW_COMBINE_W_OPD", "0.25")
     cfg = parse_run_args(["--advantage-estimator", "combine"])
@@ -403,8 +403,8 @@ def test_root_cause_line_finds_the_innermost_error():
 
 
 def test_slime_loss_batch_carries_teacher_log_probs():
-    from slime.loss_plugins import _response_index, slime_batch
-    from slime.losses import LossInputs
+    from slime.plugins.loss import _response_index, slime_batch
+    from slime.algorithms.losses import LossInputs
 
     z = torch.zeros(2, 4)
     resp = torch.tensor([[False, True, True, False], [False, False, True, True]])

@@ -19,7 +19,7 @@ import torch
 from openclaw_rl.models import load_tokenizer
 from openclaw_rl.opd.advantages import opd_advantages
 from openclaw_rl.opd.teacher import response_logprobs, score_teacher, teacher_prompt_ids
-from slime.sample import Sample
+from slime.record.sample import Sample
 
 pytestmark = pytest.mark.slow
 MODEL = os.environ.get("OPD_LEARNING_MODEL", "builtin:tiny-qwen3")
@@ -65,8 +65,8 @@ def _kl_parts(model, prompt, resp) -> torch.Tensor:
 
 
 def test_opd_halves_kl_to_hinted_teacher_on_held_out_turns():
-    from slime.arguments import parse_args
-    from slime.backend import TrainingBackend
+    from slime.config.arguments import parse_args
+    from slime.trainer.backend import TrainingBackend
 
     tok = load_tokenizer(MODEL)
     cfg = parse_args(["--model-path", MODEL, "--rollout-batch-size", str(len(TRAIN_Q)), "--lr", LR,

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from openclaw_rl.opd.topk_loss import topk_reverse_kl, topk_reverse_kl_loss
-from slime.losses import LossInputs, PolicyLossConfig
+from slime.algorithms.losses import LossInputs, PolicyLossConfig
 
 
 def test_topk_reverse_kl_matches_hand_computation():
@@ -41,9 +41,9 @@ def test_topk_distillation_step_lowers_the_topk_kl():
     from openclaw_rl.models import load_tokenizer
     from openclaw_rl.opd.advantages import opd_advantages
     from openclaw_rl.opd.teacher import score_teacher, teacher_prompt_ids
-    from slime.arguments import parse_args
-    from slime.backend import TrainingBackend
-    from slime.sample import Sample
+    from slime.config.arguments import parse_args
+    from slime.trainer.backend import TrainingBackend
+    from slime.record.sample import Sample
 
     tok = load_tokenizer("builtin:tiny-qwen3")
     cfg = parse_args(["--model-path", "builtin:tiny-qwen3", "--rollout-batch-size", "1", "--lr", "5e-3",

@@ -103,7 +103,7 @@ def test_teacher_rule(reply, ok):
 
 @pytest.mark.parametrize("name", PAPER_PERSONAS)
 def test_a_degenerate_reply_fails_every_paper_persona_like_the_main_jobs_user(name):
-    """slime.behaviour problems (a repetition loop, one word again and again) and a reply that
+    """slime.guards.behaviour problems (a repetition loop, one word again and again) and a reply that
     leaves the question are rejected whatever the rule says, as Preference.satisfied does."""
     p = get_persona(name, WORDS)
     loop = "Well done! Tom has apples and more apples. " * 12

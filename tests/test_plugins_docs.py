@@ -12,12 +12,12 @@ import torch
 
 from openclaw_rl.capture.store import TrajectoryStore, TurnRecord
 from openclaw_rl.rollout.custom_rm import CustomRewardJudge
-from slime.arguments import parse_args
-from slime.backend import TrainingBackend
-from slime.loss_plugins import load_loss_plugin
-from slime.plugin_check import check_plugins
-from slime.sample import Sample
-from slime.run_args import parse_run_args
+from slime.config.arguments import parse_args
+from slime.trainer.backend import TrainingBackend
+from slime.plugins.loss import load_loss_plugin
+from slime.plugins.check import check_plugins
+from slime.record.sample import Sample
+from slime.config.run_args import parse_run_args
 from tests.support.tiny_classifier import positive_probability
 
 REPO = Path(__file__).resolve().parent.parent

@@ -14,11 +14,11 @@ import ray
 from openclaw_rl.capture.store import TrajectoryStore
 from openclaw_rl.rollout.prompt_rollout import generate_rollout, load_prompts
 from openclaw_rl.server.launcher import free_port
-from slime.plugin_check import check_plugins
-from slime.plugin_failures import PluginFailureError
-from slime.plugins import PluginError
-from slime.sample import SampleStatus
-from slime.run_args import parse_run_args
+from slime.plugins.check import check_plugins
+from slime.plugins.failures import PluginFailureError
+from slime.plugins.loader import PluginError
+from slime.record.sample import SampleStatus
+from slime.config.run_args import parse_run_args
 from slime.train import train
 
 PROMPTS = "examples/plugins/prompts.jsonl"

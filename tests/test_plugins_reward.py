@@ -14,11 +14,11 @@ from openclaw_rl.capture.store import TrajectoryStore, TurnRecord
 from openclaw_rl.rollout.custom_rm import CustomRewardJudge, plugin_reward_texts, turn_sample
 from openclaw_rl.rollout.data_source import StoreDataSource
 from openclaw_rl.rollout.judge_loop import JudgeLoop
-from slime.plugin_check import check_plugins
-from slime.plugin_failures import FailureBudget, PluginFailureError
-from slime.plugins import PluginError
-from slime.reward_plugins import RewardPlugin, reward_config, reward_texts
-from slime.run_args import parse_run_args
+from slime.plugins.check import check_plugins
+from slime.plugins.failures import FailureBudget, PluginFailureError
+from slime.plugins.loader import PluginError
+from slime.plugins.reward import RewardPlugin, reward_config, reward_texts
+from slime.config.run_args import parse_run_args
 from tests.support.tiny_classifier import positive_probability
 
 SIMPLE_RM = "examples/method-template/custom_rm.py"

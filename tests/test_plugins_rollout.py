@@ -11,12 +11,12 @@ import pytest
 from openclaw_rl.capture.store import TrajectoryStore, TurnRecord
 from openclaw_rl.rollout.data_source import StoreDataSource
 from openclaw_rl.rollout.judge_loop import JudgeLoop, JudgeResult
-from slime.arguments import parse_args
-from slime.plugins import PluginError
+from slime.config.arguments import parse_args
+from slime.plugins.loader import PluginError
 from openclaw_rl.rollout.service import LIVE_ROLLOUT, PROMPT_ROLLOUT
-from slime.rollout_plugins import load_rollout_function, normalize_rollout_output, rollout_spec
-from slime.sample import Sample
-from slime.run_args import parse_run_args
+from slime.plugins.rollout import load_rollout_function, normalize_rollout_output, rollout_spec
+from slime.record.sample import Sample
+from slime.config.run_args import parse_run_args
 
 
 class _Reward:

@@ -1,5 +1,5 @@
 """The terminal of ``make run`` and of the launch scripts: one compact line per train step from the
-metrics the trainer logs (``slime.monitor.MetricsLogger``), and everything else (child processes,
+metrics the trainer logs (``slime.orchestration.monitor.MetricsLogger``), and everything else (child processes,
 warnings) in the run's log file."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 
 from openclaw_rl.launch.progress import total_steps
 from openclaw_rl.main_job.progress import StepProgress, step_line
-from slime.monitor import MetricsLogger
+from slime.orchestration.monitor import MetricsLogger
 
 
 def test_one_line_per_step_with_satisfaction(tmp_path):

@@ -1,15 +1,15 @@
-"""The promotion gate (slime/promotion.py): the verdict per check, and measuring a real policy."""
+"""The promotion gate (slime/guards/promotion.py): the verdict per check, and measuring a real policy."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from slime.arguments import parse_args
-from slime.backend import TrainingBackend
-from slime.promotion import (CanaryReply, GateData, GateMode, GateThresholds, PromotionGate, VersionMeasure,
+from slime.config.arguments import parse_args
+from slime.trainer.backend import TrainingBackend
+from slime.guards.promotion import (CanaryReply, GateData, GateMode, GateThresholds, PromotionGate, VersionMeasure,
                              measure_version, sign_test_p)
-from slime.sample import Sample
+from slime.record.sample import Sample
 
 TINY_QWEN3 = "builtin:tiny-qwen3"
 CLEAN = CanaryReply("Paris is the capital of France.", False, ())
@@ -135,7 +135,7 @@ def test_measure_version_on_a_real_policy():
 
 def test_the_trainer_goes_back_to_the_checkpoint_of_a_rolled_back_version(tmp_path):
     """What TrainActor.restore_version does when serving was rolled back to version 1."""
-    from slime.checkpoint import find_checkpoint_of_version
+    from slime.trainer.checkpoint import find_checkpoint_of_version
 
     cfg = parse_args(["--model-path", TINY_QWEN3, "--rollout-batch-size", "1", "--lr", "1e-2", "--use-lora"])
     backend = TrainingBackend(cfg, device=torch.device("cpu"), dtype=torch.float32)

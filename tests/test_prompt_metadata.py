@@ -9,10 +9,10 @@ import json
 import pytest
 
 from openclaw_rl.rollout.prompt_rollout import generate_rollout
-from slime.prompt_data import load_prompts
-from slime.reward_plugins import RewardPlugin
-from slime.run_args import parse_run_args
-from slime.sample import Sample
+from slime.record.prompt_data import load_prompts
+from slime.plugins.reward import RewardPlugin
+from slime.config.run_args import parse_run_args
+from slime.record.sample import Sample
 
 GENERATE = '''
 async def generate(args, sample, sampling_params):

@@ -7,7 +7,7 @@
   backoff and succeeds once the real server is back on its port; past ``retry_s`` it gives up with
   :class:`slime.errors.PublishFailed` (one line), never another exception.
 * A whole training run (real Ray, real server, real publish path) whose step-2 folder is deleted
-  between the trainer's export and the server's load (:mod:`slime.fault_points` ``publish@2``):
+  between the trainer's export and the server's load (:mod:`slime.orchestration.fault_points` ``publish@2``):
   the run does not crash, counts ``publish/failures``, and the server ends on version 3, never
   having served version 2.
 """
@@ -28,7 +28,7 @@ import torch
 from openclaw_rl.models import load_model
 from openclaw_rl.rollout.publish import post_weights
 from slime.errors import PublishFailed
-from slime.fault_points import FAULT_AT_ENV, FAULT_DIR_ENV, release, wait_reached
+from slime.orchestration.fault_points import FAULT_AT_ENV, FAULT_DIR_ENV, release, wait_reached
 from tests.support.server import free_port, running_server, start_server, stop_server
 
 REPO = Path(__file__).resolve().parent.parent

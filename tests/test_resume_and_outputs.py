@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from slime.ray_actors import RUN_CONFIG, prune_published
+from slime.orchestration.ray_actors import RUN_CONFIG, prune_published
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.ray, pytest.mark.slow]

@@ -137,7 +137,7 @@ def test_a_live_run_follows_a_rollback_of_serving(tmp_path):
     (``POST /admin/rollback``). The step's weights grew from version 2: they are dropped, the
     trainer goes back to version 1's checkpoint (written at its promotion), and the next version
     it publishes is trained from there; the rollback is never overridden by step 3's weights."""
-    from slime.fault_points import FAULT_AT_ENV, FAULT_DIR_ENV, release, wait_reached
+    from slime.orchestration.fault_points import FAULT_AT_ENV, FAULT_DIR_ENV, release, wait_reached
 
     repo = Path(__file__).resolve().parent.parent
     work, faults = tmp_path / "run", tmp_path / "faults"

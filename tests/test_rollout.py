@@ -14,8 +14,8 @@ from openclaw_rl.rollout.judge_loop import JudgeLoop, JudgeResult
 from openclaw_rl.rollout.openclaw_rollout import generate_rollout
 from openclaw_rl.rollout.samples import UntokenizedTurnError, turn_to_sample
 from openclaw_rl.rollout.service import PRMTurnJudge
-from slime.plugins import PluginError
-from slime.run_args import parse_run_args
+from slime.plugins.loader import PluginError
+from slime.config.run_args import parse_run_args
 
 
 def _turn(store: TrajectoryStore, sid: str, version: int = 0, next_state: str | None = "thanks",

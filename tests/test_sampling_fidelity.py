@@ -21,11 +21,11 @@ from openclaw_rl.capture.store import TrajectoryStore
 from openclaw_rl.engine import SamplingParams
 from openclaw_rl.engine.sampling import sample_next_token
 from openclaw_rl.rollout.samples import turn_to_sample
-from slime.admission import AdmissionPolicy, admit, fit_context
-from slime.arguments import parse_args
-from slime.backend import TrainingBackend
-from slime.logprobs import _chunk_logprob_entropy, nucleus_drop_mask
-from slime.sample import LogprobSource, Sample, SampleStatus
+from slime.guards.admission import AdmissionPolicy, admit, fit_context
+from slime.config.arguments import parse_args
+from slime.trainer.backend import TrainingBackend
+from slime.algorithms.logprobs import _chunk_logprob_entropy, nucleus_drop_mask
+from slime.record.sample import LogprobSource, Sample, SampleStatus
 
 TINY = "builtin:tiny-qwen3"
 #: (temperature, top_p) mixed in one batch; 0 is greedy (reported at temperature 1, no top-p)
@@ -185,7 +185,7 @@ def test_over_long_samples_are_cut_or_dropped_and_named(caplog):
     long = _sample(list(range(1, 15)), 8, turn="sess:3")     # prompt 6 + response 8 = 14 tokens
     prompt_only = _sample(list(range(1, 15)), 2, turn="sess:4")  # prompt 12: no room in 10
     fits = _sample(list(range(1, 9)), 4, turn="sess:5")
-    with caplog.at_level(logging.WARNING, logger="slime.admission"):
+    with caplog.at_level(logging.WARNING, logger="slime.guards.admission"):
         kept, m = admit([long, prompt_only, fits], AdmissionPolicy(max_context_len=10))
     assert [s.turn_id for s in kept] == ["sess:3", "sess:5"]
     cut = kept[0]

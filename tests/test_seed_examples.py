@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from slime.flags import ConfigError
-from slime.run_args import parse_run_args, with_absolute_paths
+from slime.config.flags import ConfigError
+from slime.config.run_args import parse_run_args, with_absolute_paths
 from slime.train import check_run
 
 REPO = Path(__file__).resolve().parent.parent

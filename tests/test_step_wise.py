@@ -8,12 +8,12 @@ import uuid
 
 import pytest
 
-from slime.flags import ConfigError
+from slime.config.flags import ConfigError
 from slime.methods import StepWiseMethod, load_method_class
 from slime.methods.grpo import GRPOMethod
 from slime.methods.step_wise import step_wise_advantages
-from slime.run_args import parse_run_args
-from slime.sample import Sample, SampleStatus, Trajectory
+from slime.config.run_args import parse_run_args
+from slime.record.sample import Sample, SampleStatus, Trajectory
 
 
 def _s(reward, mask, group_index=None, trajectory_id=None, step_spans=None, step_indices=None,

@@ -130,7 +130,7 @@ def test_steps_through_the_server_concatenate_token_exactly(tiny_server):
     from openclaw_rl.agentic.agent_loop import ServerChat
     from openclaw_rl.agentic.trajectory import episode_samples
     from openclaw_rl.capture.store import TrajectoryStore
-    from slime.sample import Sample
+    from slime.record.sample import Sample
 
     chat = ServerChat(tiny_server.base_url, str(tiny_server.buffer_dir), api_key=tiny_server.api_key)
     env = SweEnv("ipi-benign-03", {"instance": INSTANCES["ipi-benign-03"]})
@@ -149,7 +149,7 @@ def test_steps_through_the_server_concatenate_token_exactly(tiny_server):
 def test_the_swe_settings_are_the_familys_flags_with_upstreams_variables(monkeypatch):
     from openclaw_rl.agentic.family import get_family
     from openclaw_rl.envs.swe.config import SweFlags
-    from slime.flags import ConfigError
+    from slime.config.flags import ConfigError
 
     for name in ("SWE_STEP_LIMIT", "MAX_STEPS", "SWE_EVAL_TIMEOUT", "SWE_CONFIG_PATH", "SWE_ROLLOUT_TIMEOUT"):
         monkeypatch.delenv(name, raising=False)

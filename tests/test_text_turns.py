@@ -12,8 +12,8 @@ from openclaw_rl.capture.store import TrajectoryStore
 from openclaw_rl.capture.text_turns import end_of_turn_id, tokenize_untokenized_turns
 from openclaw_rl.models import load_tokenizer
 from openclaw_rl.rollout.samples import turn_to_sample
-from slime.batch import collate_samples
-from slime.sample import LogprobSource
+from slime.record.batch import collate_samples
+from slime.record.sample import LogprobSource
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Refactor this to async/await."},
             {"role": "assistant", "content": "Which function?"}, {"role": "user", "content": "fetch_all()"}]

@@ -1,5 +1,5 @@
 """The trainer dying mid-step (issue 16): the train actor's process is SIGKILLed at a precise point
-of a step (:mod:`slime.fault_points`: it blocks there and the test kills it), ``slime/train.py``
+of a step (:mod:`slime.orchestration.fault_points`: it blocks there and the test kills it), ``slime/train.py``
 reports it in one line naming what died, in which step and how to resume, and the resumed run
 trains every turn exactly once: claims of the dead step go back, turns of a checkpointed step are
 not trained again, turns marked trained by a step that was not saved are trained again (once).
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from slime.fault_points import FAULT_AT_ENV, FAULT_DIR_ENV, wait_reached
+from slime.orchestration.fault_points import FAULT_AT_ENV, FAULT_DIR_ENV, wait_reached
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.ray, pytest.mark.slow]

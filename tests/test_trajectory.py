@@ -8,8 +8,8 @@ import pytest
 from openclaw_rl.agentic.agent_loop import AgentStep, Episode
 from openclaw_rl.agentic.trajectory import episode_samples, lift_upstream_trajectory
 from openclaw_rl.capture.records import TurnRecord
-from slime.admission import fit_context
-from slime.sample import LogprobSource, Sample, SampleStatus, Trajectory
+from slime.guards.admission import fit_context
+from slime.record.sample import LogprobSource, Sample, SampleStatus, Trajectory
 
 
 def _turn(i: int, prompt: list[int], response: list[int], version: int = 0, constrained: bool = False) -> TurnRecord:

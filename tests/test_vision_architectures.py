@@ -14,9 +14,9 @@ from openclaw_rl.engine import SamplingParams
 from openclaw_rl.engine.base import GenerationOutput
 from openclaw_rl.engine.transformers_engine import TransformersEngine
 from openclaw_rl.vl_models import load_processor
-from slime.arguments import parse_args
-from slime.backend import TrainingBackend
-from slime.sample import Sample
+from slime.config.arguments import parse_args
+from slime.trainer.backend import TrainingBackend
+from slime.record.sample import Sample
 from tests.support.vl_architectures import build_vl_architecture
 
 

@@ -23,9 +23,9 @@ from openclaw_rl.capture.store import TrajectoryStore
 from openclaw_rl.models import resolve_model_path
 from openclaw_rl.rollout.samples import turn_to_sample
 from openclaw_rl.vl_models import load_processor
-from slime.arguments import parse_args
-from slime.backend import TrainingBackend
-from slime.sample import Sample
+from slime.config.arguments import parse_args
+from slime.trainer.backend import TrainingBackend
+from slime.record.sample import Sample
 from tests.support.server import running_server
 
 VL = "builtin:tiny-qwen2-vl"

@@ -14,7 +14,7 @@ import ray
 
 from openclaw_rl.capture.store import TrajectoryStore
 from openclaw_rl.server.launcher import free_port
-from slime.run_args import parse_run_args
+from slime.config.run_args import parse_run_args
 from slime.train import train
 from tests.support.vllm import ENGINE_ARGS, VLLM_PYTHON, needs_vllm
 from tests.support.vllm_model import vllm_tiny_model

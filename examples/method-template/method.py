@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from slime.advantages import broadcast_to_tokens
-from slime.flags import flag
+from slime.algorithms.advantages import broadcast_to_tokens
+from slime.config.flags import flag
 from slime.methods import Method
 
 

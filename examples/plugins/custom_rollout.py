@@ -6,7 +6,7 @@ turns as usual, drops turns whose response was cut at the length limit, and repo
 """
 
 from openclaw_rl.rollout.openclaw_rollout import generate_rollout as live_rollout
-from slime.sample import SampleStatus
+from slime.record.sample import SampleStatus
 
 
 def generate_rollout(args, rollout_id, data_source, evaluation=False):

@@ -21,7 +21,7 @@ import threading
 
 from openclaw_rl.agentic.env_protocol import EnvFactory, Environment, evaluate_episode
 from openclaw_rl.agentic.family import AgentFamily, UnknownFamilyError, family_class, family_names
-from slime.flags import ConfigError
+from slime.config.flags import ConfigError
 
 __all__ = ["Environment", "EnvFactory", "EnvRegistryError", "register_env", "registered_envs",
            "load_factory", "get_factory", "make_env", "evaluate_episode"]
@@ -61,7 +61,7 @@ def registered_envs() -> dict[str, str]:
     ``module:Class.make_env``), then the registered specs (callables shown by their qualified name).
 
     Raises:
-        slime.flags.ConfigError: a family's entry point does not import.
+        slime.config.flags.ConfigError: a family's entry point does not import.
     """
     out = {}
     for name in family_names():
@@ -87,7 +87,7 @@ def load_factory(spec: str) -> EnvFactory:
         EnvRegistryError: one line naming the spec and why it does not load.
     """
     if spec.endswith(".py") or ".py:" in spec:
-        from slime.plugins import PluginError, load_function
+        from slime.plugins.loader import PluginError, load_function
 
         try:
             return load_function(spec, "environment factory", "make_env")

@@ -52,11 +52,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from openclaw_rl.agentic.agent_loop import Episode, run_episode
 from openclaw_rl.agentic.env_protocol import Environment
 from openclaw_rl.agentic.pool_client import EnvHandle, LocalEnvHandle, open_env
-from slime.flags import ConfigError, build_flags, flag_specs, resolve_flags
-from slime.registry import entry_names, load_entry
+from slime.config.flags import ConfigError, build_flags, flag_specs, resolve_flags
+from slime.plugins.registry import entry_names, load_entry
 
 if TYPE_CHECKING:
-    from slime.sample import Sample
+    from slime.record.sample import Sample
 
 __all__ = ["AGENT_FAMILIES", "AgentFamily", "Split", "UnknownFamilyError", "family_class", "family_names", "get_family",
            "registered_families"]
@@ -79,7 +79,7 @@ class AgentFamily(ABC):
         aliases: other names that select it (``math_tool``, ``toolcall``, ``retool``).
         env_type: the environment registry name (the dataset rows' ``metadata.env_type``; pool
             servers build environments by it).
-        Flags: a frozen dataclass of the family's flags (:func:`slime.flags.flag` fields, upstream's
+        Flags: a frozen dataclass of the family's flags (:func:`slime.config.flags.flag` fields, upstream's
             environment variables as ``env=`` fallbacks), or None. Field names must not clash with
             another family's (they share the trainer's command line).
         eval_max_tokens: the completion budget per step in ``openclaw-rl eval`` (``--max-tokens``
@@ -112,7 +112,7 @@ class AgentFamily(ABC):
         (``os.environ`` by default), else the declared defaults; None without flags.
 
         Raises:
-            slime.flags.ConfigError: a bad environment value or a value outside a flag's bounds.
+            slime.config.flags.ConfigError: a bad environment value or a value outside a flag's bounds.
         """
         if cls.Flags is None:
             return None
@@ -130,7 +130,7 @@ class AgentFamily(ABC):
 
     @classmethod
     def from_args(cls, args: Any) -> "AgentFamily":
-        """The family configured by a run's ``args``: a :class:`slime.arguments.SlimeConfig` (its
+        """The family configured by a run's ``args``: a :class:`slime.config.arguments.SlimeConfig` (its
         ``"family"`` section, filled by the rollout service's flag sections), or any object whose
         same-named attributes override the environment fallbacks."""
         if cls.Flags is None:
@@ -255,7 +255,7 @@ def family_class(name: str) -> type[AgentFamily]:
 
     Raises:
         UnknownFamilyError: an unknown name (one line listing the registered ones).
-        slime.flags.ConfigError: the entry point does not import, or is not an AgentFamily.
+        slime.config.flags.ConfigError: the entry point does not import, or is not an AgentFamily.
     """
     names = registered_families()
     if name in names:
@@ -279,7 +279,7 @@ def get_family(name: str, args: Any = None) -> AgentFamily:
     environment fallbacks and defaults when ``args`` is None.
 
     Raises:
-        ValueError: an unknown name; slime.flags.ConfigError: a bad flag or environment value.
+        ValueError: an unknown name; slime.config.flags.ConfigError: a bad flag or environment value.
     """
     cls = family_class(name)
     return cls.from_args(args) if args is not None else cls()

@@ -1,7 +1,7 @@
 """The agent generate hook: one prompt -> one episode in its environment -> training samples.
 
 slime's ``generate(args, sample, sampling_params)`` convention
-(:mod:`slime.rollout_plugins`), called by the prompt-dataset rollout for each of the
+(:mod:`slime.plugins.rollout`), called by the prompt-dataset rollout for each of the
 ``--n-samples-per-prompt`` samples of a prompt. The prompt row's metadata (``--metadata-key``)
 names the task: ``env_type`` and ``task_key``; the rest of it is handed to the environment.
 
@@ -42,7 +42,7 @@ from openclaw_rl.agentic.pool_client import open_env
 from openclaw_rl.agentic.trajectory import episode_samples
 from openclaw_rl.models import resolve_model_path
 from openclaw_rl.vl_models import load_processor
-from slime.sample import Sample
+from slime.record.sample import Sample
 
 __all__ = ["family_plugins", "generate_agent", "generate_family", "parallel_envs", "policy_processor"]
 

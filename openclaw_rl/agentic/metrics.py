@@ -11,7 +11,7 @@ import statistics
 from collections import Counter
 from collections.abc import Sequence
 
-from slime.sample import Sample
+from slime.record.sample import Sample
 
 __all__ = ["episode_metrics"]
 

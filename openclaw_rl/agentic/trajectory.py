@@ -13,7 +13,7 @@ Two layouts, chosen by ``--dynamic-history``:
   samples, and ``metadata["prefix_break_steps"]`` records where.
 * **One sample per step** (``--dynamic-history``): each step's exact prompt ids and sampled ids.
 
-Every sample carries the :class:`slime.sample.Trajectory` the trainer reads (GRPO's grouping and
+Every sample carries the :class:`slime.record.sample.Trajectory` the trainer reads (GRPO's grouping and
 the step-wise estimator, :mod:`slime.methods.step_wise`): its ``id``, ``group_index`` (the
 rollout's ``metadata["group_index"]``), ``step_spans`` (``[start, end)`` of each action in
 response coordinates), ``step_indices`` (the step number of each span) and ``step_scores``
@@ -33,7 +33,7 @@ from collections.abc import Sequence
 
 from openclaw_rl.agentic.agent_loop import AgentStep, Episode, StopReason
 from openclaw_rl.capture.images import multimodal_train_inputs
-from slime.sample import LogprobSource, Sample, SampleStatus, Trajectory
+from slime.record.sample import LogprobSource, Sample, SampleStatus, Trajectory
 
 __all__ = ["UPSTREAM_TRAJECTORY_KEYS", "episode_samples", "lift_upstream_trajectory"]
 

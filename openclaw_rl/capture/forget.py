@@ -25,7 +25,7 @@ step running now (``claimed``) may still reach the next version (``in_training``
 names the published weight versions trained on the forgotten turns: every version served at or
 after the first time one of them was trained (each later version descends from those weights),
 and ``rollback_to``, the newest version served before that, where serving (and, through the
-existing rollback, training: :meth:`slime.publish.Publisher.before_step`) can go back.
+existing rollback, training: :meth:`slime.orchestration.publish.Publisher.before_step`) can go back.
 
 A request of a forgotten session still running is not recorded when it ends (the ``forgotten``
 table keeps the SHA-256 of the session id and when, never the id: :mod:`openclaw_rl.capture.store`).

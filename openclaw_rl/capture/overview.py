@@ -64,7 +64,7 @@ def conversations(store, limit: int = 20) -> list[dict]:
 
 def training_steps(metrics_dir: str | Path | None, limit: int = 200) -> dict:
     """The last ``limit`` steps of the newest ``metrics.jsonl`` under ``metrics_dir`` (a run's
-    ``--log-dir``; :class:`slime.monitor.MetricsLogger` writes ``<log_dir>/<run>/metrics.jsonl``).
+    ``--log-dir``; :class:`slime.orchestration.monitor.MetricsLogger` writes ``<log_dir>/<run>/metrics.jsonl``).
 
     Returns:
         ``{"file": path or None, "steps": [{key: value}]}`` with the keys of :data:`STEP_KEYS`

@@ -31,7 +31,7 @@ class TurnType(enum.StrEnum):
 class TurnStatus(enum.StrEnum):
     """Life cycle of a stored turn: main turns go ``awaiting_next -> ready -> judging -> judged |
     skipped`` (not trainable: verdict 0, no next state) ``-> claimed -> trained``, or ``claimed ->
-    held_out`` (kept from training for the promotion gate, :mod:`slime.promotion`); side turns stay
+    held_out`` (kept from training for the promotion gate, :mod:`slime.guards.promotion`); side turns stay
     ``side``."""
 
     AWAITING_NEXT = "awaiting_next"

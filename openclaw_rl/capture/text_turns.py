@@ -18,7 +18,7 @@ template, before it is judged or trained:
 
 The turn is marked ``ids_from_text`` (a store column): its ids were made, not sampled, so it has
 no sampling log-probs; the trainer computes them itself (``Sample.logprob_source = "none"``, see
-:mod:`slime.admission`). The loss mask covers exactly the response ids, end-of-turn included.
+:mod:`slime.guards.admission`). The loss mask covers exactly the response ids, end-of-turn included.
 """
 
 from __future__ import annotations

@@ -24,8 +24,8 @@
 #   PYTHON, TRAIN_JOB_DRY_RUN (1: print the paths, the command and the job environment; submit nothing)
 #   Every environment fallback of the trainer's flags (MAJORITY_VOTE_N, MAJORITY_VOTE_THRESHOLD,
 #   PRM_MODEL_PATH, PRM_URL, JUDGE_MODEL_PATH, RESUME_CKPT, OPENCLAW_COMBINE_W_OPD, ...; the list:
-#   python -m slime.run_args --env-names) is carried into the job's environment, where the
-#   trainer reads it when the flag is not given (*_API_KEY variables excepted; see slime/run_args.py).
+#   python -m slime.config.run_args --env-names) is carried into the job's environment, where the
+#   trainer reads it when the flag is not given (*_API_KEY variables excepted; see slime/config/run_args.py).
 # Relative paths, in these variables or in any flag, are taken against the directory the script was
 # run from (SLIME_CALLER_CWD in the job); the four paths above are printed absolute before the job starts.
 # Flag groups, each replacing its default entirely when set:
@@ -239,7 +239,7 @@ submit_train_job() {
   local judges=${PRM_ARGS:-"--num-judge-workers 2"}
   local serve=${SERVE_ARGS:-$serve_default}
   local runtime_env
-  runtime_env=$(cd "$REPO_DIR" && "$PYTHON" -m slime.run_args --runtime-env) || exit 2
+  runtime_env=$(cd "$REPO_DIR" && "$PYTHON" -m slime.config.run_args --runtime-env) || exit 2
   echo "$LAUNCH_SCRIPT: MODEL_PATH=$MODEL_PATH"
   echo "$LAUNCH_SCRIPT: CKPT_SAVE_DIR=$CKPT_SAVE_DIR"
   echo "$LAUNCH_SCRIPT: RL_BUFFER_DIR=$RL_BUFFER_DIR"

@@ -99,7 +99,7 @@ def run_history_first(a: argparse.Namespace) -> int:
     from openclaw_rl.main_job.questions import question_sets
     from openclaw_rl.main_job.report import joined_turns, judge_report
     from openclaw_rl.server.launcher import running_server
-    from slime.run_args import parse_run_args
+    from slime.config.run_args import parse_run_args
     from slime.train import train
 
     pref = get_preference(a.preference)

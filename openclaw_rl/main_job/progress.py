@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from slime.collapse_guard import SIGNALS
+from slime.guards.collapse import SIGNALS
 
 __all__ = ["StepProgress", "console_to_log", "step_line"]
 

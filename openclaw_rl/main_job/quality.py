@@ -2,7 +2,7 @@
 
 Per held-out reply (:func:`reply_quality`): the preference's words said three or more times
 (over-application), distinct word pairs (distinct-2), length in words, the
-:mod:`slime.behaviour` problems and whether it is on topic (shares a content word with its question,
+:mod:`slime.guards.behaviour` problems and whether it is on topic (shares a content word with its question,
 the preference's words aside: a reply that turns to small talk shares none). Per measurement (:func:`quality_summary`) the rates and means
 with 95% intervals (Wilson for rates, Student's t for means). General ability
 (:func:`reference_nll`): the per-token NLL of MT-bench's reference answers under the base model
@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from openclaw_rl.evaluation.stats import mean_interval, wilson_interval
-from slime.behaviour import behaviour_problems, distinct_pairs, on_topic, words
+from slime.guards.behaviour import behaviour_problems, distinct_pairs, on_topic, words
 
 __all__ = ["OVER_APPLIED_USES", "on_topic", "quality_summary", "reference_nll", "reply_quality"]
 

@@ -79,7 +79,7 @@ def parse_main_args(argv: list[str] | None) -> argparse.Namespace:
                         "drifting into what only the reward likes (0.1 pulled learned runs back to the base: "
                         "docs/learning.md)")
     p.add_argument("--promotion-gate", choices=("enforce", "log", "off"), default="enforce",
-                   help="check each new weight version before it is served (slime/promotion.py)")
+                   help="check each new weight version before it is served (slime/guards/promotion.py)")
     p.add_argument("--on-gate-failure", choices=("continue", "pause"), default="continue",
                    help="after a rejected version: train on from the last good weights, or stop training")
     p.add_argument("--gate-holdout-every", type=int, default=8,
@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     from openclaw_rl.main_job.traffic import traffic_counts
     from openclaw_rl.main_job.user import UserDriver
     from openclaw_rl.server.launcher import running_server
-    from slime.run_args import parse_run_args
+    from slime.config.run_args import parse_run_args
     from slime.train import train
 
     a = parse_main_args(argv)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from slime.flags import ConfigError, flag
+from slime.config.flags import ConfigError, flag
 
 __all__ = ["HintFlags", "check_local_model"]
 

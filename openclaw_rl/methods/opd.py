@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from openclaw_rl.methods.hint_flags import HintFlags, check_local_model
-from slime.flags import flag
+from slime.config.flags import flag
 from slime.methods.base import Method
-from slime.sample import Sample
+from slime.record.sample import Sample
 
 __all__ = ["OPD", "OPDFlags", "TOPK_LOSS"]
 

@@ -47,7 +47,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-from slime.sample import Sample
+from slime.record.sample import Sample
 
 __all__ = ["BRANCHES", "RL_BASELINES", "dispatch_branch", "opd_token_advantages", "opd_advantages", "combine_advantages"]
 

@@ -37,8 +37,8 @@ from typing import Any
 
 import torch
 
-from slime.logprobs import compute_token_logprobs
-from slime.sample import Sample
+from slime.algorithms.logprobs import compute_token_logprobs
+from slime.record.sample import Sample
 
 __all__ = ["HINT_FORMAT", "TEACHER_SOURCES", "hinted_messages", "teacher_prompt_ids", "teacher_ids",
            "response_logprobs", "response_logprobs_topk", "score_teacher"]
@@ -188,7 +188,7 @@ def score_teacher(backend: Any, samples: Sequence[Sample], source: str = "base",
     sample's ``rollout_log_probs`` without a forward pass, so the OPD advantage is exactly zero.
 
     Args:
-        backend: a :class:`slime.backend.TrainingBackend` (its model, LoRA state, temperature).
+        backend: a :class:`slime.trainer.backend.TrainingBackend` (its model, LoRA state, temperature).
         samples: the rollout's samples.
         source: ``"base"`` or ``"live"`` (``--opd-teacher``).
         topk: also store the teacher's top-K tokens per position (``--distill-topk``) in

@@ -11,7 +11,7 @@ At each trained response position the teacher's K most likely tokens (scored wit
 This is the exact reverse KL of the two distributions coarsened to the K+1 bins (a lower bound
 on the full-vocabulary KL), differentiable in the student's log-probs of the K tokens. The loss is
 ``sum(mask * KL_t) / global_num_tokens`` (token mean over the global batch, like the PPO loss).
-A micro-batch without top-K tensors falls back to :func:`slime.losses.policy_loss` on the OPD
+A micro-batch without top-K tensors falls back to :func:`slime.algorithms.losses.policy_loss` on the OPD
 advantages. Use it with ``--advantage-estimator opd``; ``--distill-topk`` loads it by default, or
 name it yourself: ``--custom-loss-function-path openclaw_rl/opd/topk_loss.py:topk_reverse_kl_loss``.
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from slime.losses import LossInputs, LossOutputs, PolicyLossConfig, policy_loss
+from slime.algorithms.losses import LossInputs, LossOutputs, PolicyLossConfig, policy_loss
 
 __all__ = ["topk_reverse_kl", "topk_reverse_kl_loss"]
 

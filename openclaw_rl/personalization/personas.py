@@ -3,7 +3,7 @@
 A :class:`BenchPersona` is the main job's simulated user (:class:`openclaw_rl.main_job.user.UserDriver`)
 with a :class:`openclaw_rl.preferences.Preference` and the training questions it asks. The rule is
 the preference's ``check``; a reply passes when :meth:`Preference.satisfied` holds: the rule, and
-nothing a person rejects whatever they asked for (a degenerate reply, :mod:`slime.behaviour`; a reply
+nothing a person rejects whatever they asked for (a degenerate reply, :mod:`slime.guards.behaviour`; a reply
 that leaves the question), exactly as the main job's user and its held-out measure decide.
 
 Registered personas (:data:`PERSONAS`; :func:`register_persona` adds one):

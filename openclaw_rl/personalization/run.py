@@ -47,7 +47,7 @@ from openclaw_rl.rollout.service import build_turn_judge
 from openclaw_rl.server.launcher import running_server
 from slime.errors import one_line
 from slime.methods.registry import load_method_class
-from slime.run_args import parse_run_args
+from slime.config.run_args import parse_run_args
 from slime.train import train
 
 __all__ = ["BASELINES", "METHODS", "TRAINED", "run_one"]

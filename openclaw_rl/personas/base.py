@@ -5,7 +5,7 @@ Rule-based by default: each persona has a few named checks of its stated prefere
 first failed check as a person would, or thanks the assistant. Whatever the preference, a reply a
 person could not use is rated 1 like an empty one and corrected for what is wrong with it
 (:meth:`Persona.person_problem`: a repetition loop, garbled characters, one word again and again,
-the same tool call again and again; the trainer's own checks, :mod:`slime.behaviour`), so a
+the same tool call again and again; the trainer's own checks, :mod:`slime.guards.behaviour`), so a
 degenerate reply never meets a preference by its letter. Deterministic, so runs compare.
 """
 
@@ -15,7 +15,7 @@ import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-from slime.behaviour import Problem, behaviour_problems
+from slime.guards.behaviour import Problem, behaviour_problems
 
 _NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
 
@@ -91,7 +91,7 @@ class Persona(ABC):
 
     def person_problem(self, reply: str) -> str | None:
         """What any person objects to in ``reply`` whatever they asked for, or None: the first
-        :class:`slime.behaviour.Problem` value :func:`slime.behaviour.behaviour_problems` finds
+        :class:`slime.guards.behaviour.Problem` value :func:`slime.guards.behaviour.behaviour_problems` finds
         (a repetition loop, a run of garbled characters, one word again and again, a repeated
         tool call)."""
         found = behaviour_problems(reply)

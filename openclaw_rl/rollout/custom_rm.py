@@ -1,9 +1,9 @@
 """A ``--custom-rm-path`` reward plugin as the live turn judge.
 
-Any form of :class:`slime.reward_plugins.RewardPlugin` works: slime's ``reward(args, sample)``
+Any form of :class:`slime.plugins.reward.RewardPlugin` works: slime's ``reward(args, sample)``
 (per sample or batched on ``samples``) or the simple ``get_reward_model(config)`` whose
 ``score(prompt, response, next_state)`` is built once per judge worker. The plugin sees the turn
-as a :class:`slime.sample.Sample`: token-exact ``tokens``, ``prompt`` (the conversation as the
+as a :class:`slime.record.sample.Sample`: token-exact ``tokens``, ``prompt`` (the conversation as the
 policy saw it, chat template applied), ``response`` (the sampled text) and ``metadata`` with
 ``prompt_text``, ``response_text``, ``messages``, ``next_state`` and ``next_state_role``.
 
@@ -17,11 +17,11 @@ from openclaw_rl.capture.store import TurnRecord
 from openclaw_rl.rollout.flags import service_flags
 from openclaw_rl.rollout.judge_loop import JudgeResult
 from openclaw_rl.rollout.samples import turn_to_sample
-from slime.reward_plugins import RewardPlugin, reward_texts
+from slime.plugins.reward import RewardPlugin, reward_texts
 
 
 def turn_sample(turn: TurnRecord):
-    """The :class:`slime.sample.Sample` a reward plugin sees for ``turn`` (see module doc)."""
+    """The :class:`slime.record.sample.Sample` a reward plugin sees for ``turn`` (see module doc)."""
     sample = turn_to_sample(turn, None, True)
     sample.prompt = turn.prompt_text
     sample.response = turn.response_text or ""
@@ -55,7 +55,7 @@ class CustomRewardJudge:
             ``--num-judge-workers``.
 
     Raises:
-        slime.plugins.PluginError: at start-up, for a missing file/function, wrong parameters, or
+        slime.plugins.loader.PluginError: at start-up, for a missing file/function, wrong parameters, or
             a ``get_reward_model`` that fails.
     """
 

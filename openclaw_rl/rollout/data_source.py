@@ -18,7 +18,7 @@ from openclaw_rl.capture.images import ImageRecordError
 from openclaw_rl.capture.store import AWAITING_NEXT, JUDGED, JUDGING, READY, TrajectoryStore
 from openclaw_rl.rollout.feedback import PersonOverrides
 from openclaw_rl.rollout.samples import UntokenizedTurnError, turn_to_sample
-from slime.sample import Sample
+from slime.record.sample import Sample
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class StoreDataSource:
     change the turn's hint (:mod:`openclaw_rl.rollout.feedback`); a rated turn is never held out.
 
     ``health_check``: optional callable run on every poll of :meth:`take`; what it raises (e.g.
-    :class:`slime.plugin_failures.PluginFailureError` when too many judgements of a step failed)
+    :class:`slime.plugins.failures.PluginFailureError` when too many judgements of a step failed)
     ends the wait and the run.
     """
 

@@ -1,7 +1,7 @@
 """The GPUs of the serving side, inside the rollout manager (issue 15).
 
 The rollout manager asks Ray for ``--rollout-num-gpus`` GPUs for the rollout engine plus
-``--prm-num-gpus`` for the PRM/teacher (:func:`slime.placement.rollout_gpu_request`; pinned to
+``--prm-num-gpus`` for the PRM/teacher (:func:`slime.orchestration.placement.rollout_gpu_request`; pinned to
 ``--rollout-gpu-ids`` / ``--prm-gpu-ids`` when given), so its ``CUDA_VISIBLE_DEVICES`` lists the
 engine's GPUs first, then the PRM's. From that list:
 

@@ -1,6 +1,6 @@
 """Flags of the OpenClaw rollout service (serving, the trajectory store, the default PRM judge).
 
-One declaration per flag (:func:`slime.flags.flag`): the default, the help text and the
+One declaration per flag (:func:`slime.config.flags.flag`): the default, the help text and the
 environment fallback. Environment variables are read only when the flag is not on the command
 line (the seed's launch scripts: ``OPENCLAW_PORT``, ``OPENCLAW_API_KEY``, ``DATA_PATH``,
 ``HISTORY_PATH``, ``HISTORY_MAX_TURNS``, ``PRM_MODEL_PATH``, ``PRM_URL``, ``PRM_MODEL``, ``PRM_API_KEY``,
@@ -23,7 +23,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from slime.flags import flag
+from slime.config.flags import flag
 
 __all__ = ["SERVER_SIDE_FLAGS", "OpenClawFlags", "service_flags"]
 
@@ -115,7 +115,7 @@ class OpenClawFlags:
 
 
 def service_flags(args: Any) -> OpenClawFlags:
-    """The service flags of a run's ``args``: a :class:`slime.arguments.SlimeConfig`'s
+    """The service flags of a run's ``args``: a :class:`slime.config.arguments.SlimeConfig`'s
     ``"service"`` section; for any other object, the declared defaults overridden by its
     same-named attributes."""
     if hasattr(args, "flags_of"):

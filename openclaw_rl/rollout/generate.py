@@ -24,7 +24,7 @@ import httpx
 
 from openclaw_rl.capture.store import TrajectoryStore
 from slime.errors import one_line
-from slime.sample import LogprobSource, Sample, SampleStatus
+from slime.record.sample import LogprobSource, Sample, SampleStatus
 
 __all__ = ["chat_request", "generate", "sample_from_turn"]
 

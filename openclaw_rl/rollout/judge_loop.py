@@ -48,7 +48,7 @@ class JudgeLoop:
         judge: the :class:`TurnJudge`.
         num_workers: concurrent judgements (``--num-judge-workers``).
         poll_s: sleep between polls when nothing is ready.
-        failure_budget: a :class:`slime.plugin_failures.FailureBudget` that counts every judgement
+        failure_budget: a :class:`slime.plugins.failures.FailureBudget` that counts every judgement
             and its failure (the data source checks it per step).
         prepare: optional callable run on each claimed batch before judging (returns the turns).
 

@@ -17,9 +17,9 @@ generate plugin written for upstream, which keeps an agent step-sample's traject
 (:func:`openclaw_rl.agentic.trajectory.lift_upstream_trajectory`).
 
 A generate or reward plugin that raises marks that sample failed (traceback in the log, reward 0,
-never trained; see :func:`slime.plugin_failures.mark_failed`) and the step goes on; more than
+never trained; see :func:`slime.plugins.failures.mark_failed`) and the step goes on; more than
 ``--max-plugin-failure-fraction`` failed samples in a step stop the run
-(:class:`slime.plugin_failures.PluginFailureError`).
+(:class:`slime.plugins.failures.PluginFailureError`).
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ from openclaw_rl.agentic.metrics import episode_metrics
 from openclaw_rl.agentic.trajectory import lift_upstream_trajectory
 from openclaw_rl.rollout.custom_rm import plugin_reward_texts
 from openclaw_rl.rollout.flags import service_flags
-from slime.plugin_failures import FailureBudget, mark_failed
-from slime.prompt_data import load_prompts
-from slime.reward_plugins import RewardPlugin
-from slime.rollout_plugins import GENERATE_FLAG, call_generate, load_generate_function
-from slime.sample import Sample, SampleStatus
+from slime.plugins.failures import FailureBudget, mark_failed
+from slime.record.prompt_data import load_prompts
+from slime.plugins.reward import RewardPlugin
+from slime.plugins.rollout import GENERATE_FLAG, call_generate, load_generate_function
+from slime.record.sample import Sample, SampleStatus
 
 __all__ = ["DEFAULT_GENERATE", "generate_rollout", "load_prompts", "sampling_params"]
 
@@ -115,8 +115,8 @@ def generate_rollout(args, rollout_id: int, data_source=None, evaluation: bool =
 
     Raises:
         ValueError: ``evaluation=True``, no ``--custom-rm-path``, or a bad prompt file.
-        slime.plugins.PluginError: a generate or reward plugin that does not load.
-        slime.plugin_failures.PluginFailureError: too many failed samples in this step.
+        slime.plugins.loader.PluginError: a generate or reward plugin that does not load.
+        slime.plugins.failures.PluginFailureError: too many failed samples in this step.
     """
     if evaluation:
         raise ValueError("the prompt-dataset rollout has no evaluation mode")

@@ -1,4 +1,4 @@
-"""Turning recorded turns into :class:`slime.sample.Sample` records (token in, token out).
+"""Turning recorded turns into :class:`slime.record.sample.Sample` records (token in, token out).
 
 The sample's tokens are exactly the stored prompt ids followed by the stored sampled ids, and
 its rollout logprobs are the stored sampling logprobs: nothing is re-rendered or re-tokenized.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from openclaw_rl.capture.images import ImageRecordError, multimodal_train_inputs
 from openclaw_rl.capture.store import TurnRecord
-from slime.sample import LogprobSource, Sample, SampleStatus
+from slime.record.sample import LogprobSource, Sample, SampleStatus
 
 
 class UntokenizedTurnError(ValueError):

@@ -1,6 +1,6 @@
 """The serving / collection / judging side of an OpenClaw training job.
 
-:class:`OpenClawRolloutService` is the rollout service (:class:`slime.hooks.RolloutService`)
+:class:`OpenClawRolloutService` is the rollout service (:class:`slime.plugins.hooks.RolloutService`)
 slime's rollout manager owns, registered as ``openclaw`` (entry points
 ``slime.rollout_services``): it starts the intercept server (or uses ``--server-url``), opens the
 trajectory store, imports ``--data-path`` for offline training, runs the judge loop behind
@@ -32,11 +32,11 @@ from openclaw_rl.rollout.judge_loop import JudgeLoop
 from openclaw_rl.rollout.prompt_rollout import DEFAULT_GENERATE
 from openclaw_rl.rollout.publish import post_weights
 from openclaw_rl.rollout.turn_judges import PRMTurnJudge, build_prm
-from slime.arguments import FlagSection
-from slime.fault_points import reached
-from slime.flags import ConfigError, option_name
-from slime.hooks import RolloutChoice
-from slime.paths import caller_cwd, published_dir
+from slime.config.arguments import FlagSection
+from slime.orchestration.fault_points import reached
+from slime.config.flags import ConfigError, option_name
+from slime.plugins.hooks import RolloutChoice
+from slime.config.paths import caller_cwd, published_dir
 
 __all__ = ["LIVE_ROLLOUT", "PROMPT_ROLLOUT", "OpenClawRolloutService", "PRMTurnJudge", "build_turn_judge"]
 
@@ -104,7 +104,7 @@ class OpenClawRolloutService:
     """Server + store + judges for one run.
 
     Args:
-        cfg: the run's :class:`slime.arguments.SlimeConfig` (this service's flags in
+        cfg: the run's :class:`slime.config.arguments.SlimeConfig` (this service's flags in
             ``cfg.sections["service"]``, :class:`OpenClawFlags`).
         last_saved_step: the step of the checkpoint the trainer resumed from (None: fresh run);
             turns trained after it are trained again (see ``TrajectoryStore.recover``).
@@ -120,7 +120,7 @@ class OpenClawRolloutService:
         each a section whose values land in ``cfg.sections["family"]`` (``--gui-max-steps``, ...).
 
         Raises:
-            slime.flags.ConfigError: a family's entry point does not import.
+            slime.config.flags.ConfigError: a family's entry point does not import.
         """
         out = []
         for name in family_names():
@@ -184,7 +184,7 @@ class OpenClawRolloutService:
         self.gate_items = GateItems(self.store, x.gate_holdout_max, processor)
         self.judge_loop = None
         if not cfg.prompt_data:  # prompt-dataset rollouts reward inside the rollout
-            from slime.plugin_failures import FailureBudget
+            from slime.plugins.failures import FailureBudget
             judge = judge or build_turn_judge(cfg, method, self)
             budget = FailureBudget(cfg.max_plugin_failure_fraction,
                                    getattr(judge, "name", None) or f"the {judge.method} judge", cfg.rollout_batch_size)
@@ -203,9 +203,9 @@ class OpenClawRolloutService:
 
     @classmethod
     def extra_gpus(cls, cfg: Any) -> tuple[int, list[str]]:
-        """GPUs this service needs besides the rollout engines' (:func:`slime.placement.rollout_gpu_request`):
+        """GPUs this service needs besides the rollout engines' (:func:`slime.orchestration.placement.rollout_gpu_request`):
         ``--prm-num-gpus`` for the PRM/teacher, pinned to ``--prm-gpu-ids`` when given."""
-        from slime.placement import gpu_ids
+        from slime.orchestration.placement import gpu_ids
 
         x = cfg.flags_of("service", OpenClawFlags)
         return int(x.prm_num_gpus), gpu_ids(x.prm_gpu_ids)
@@ -314,7 +314,7 @@ class OpenClawRolloutService:
         self.data_source.current_version = version
         if not self.server_url:
             return version  # offline training: nothing serves
-        reached("publish", version)  # a fault test may pull the folder away here (slime.fault_points)
+        reached("publish", version)  # a fault test may pull the folder away here (slime.orchestration.fault_points)
         key = self.flags.admin_api_key or self.api_key
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         return post_weights(self.server_url, path, version, headers, retry_s=self.flags.publish_retry_s, gate=gate)

@@ -2,7 +2,7 @@
 
 Every version the server swaps in (``POST /admin/update_weights_from_disk``) is recorded with the
 folder it came from, when it was served and the promotion gate's metrics the trainer sent with it
-(:mod:`slime.promotion`); version 0 is the model the server started with. With capture on the
+(:mod:`slime.guards.promotion`); version 0 is the model the server started with. With capture on the
 list lives in the store (table ``weight_versions``, so it survives a restart); without capture,
 in memory.
 
@@ -10,7 +10,7 @@ in memory.
 into each; ``POST /admin/rollback {"version": V}`` loads V's folder again and serves it as
 version V (the engine's version goes down only here), and marks the newer versions
 ``rolled_back``. A trainer that sees the served version go down restores V's checkpoint and trains
-on from V (:meth:`slime.publish.Publisher.before_step`). ``openclaw-rl rollback --to V`` is the
+on from V (:meth:`slime.orchestration.publish.Publisher.before_step`). ``openclaw-rl rollback --to V`` is the
 same from the command line (:mod:`openclaw_rl.server.rollback_cli`).
 """
 

@@ -9,7 +9,7 @@ registered class (:mod:`slime.methods.registry`) or loads one from a file
 hook                        runs in               does
 ==========================  ====================  ==============================================
 ``Flags``                   parser (driver)       a frozen dataclass of the method's own flags
-                                                  (:func:`slime.flags.flag` fields)
+                                                  (:func:`slime.config.flags.flag` fields)
 ``validate()``              driver, before Ray    cross-flag checks (:class:`ConfigError`)
 ``needs_groups()``          driver, before Ray    advantages compare the samples of one prompt
 ``build_judge(service)``    rollout manager       the judge / reward side handed to the rollout
@@ -31,7 +31,7 @@ import abc
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from slime.sample import Sample
+from slime.record.sample import Sample
 
 __all__ = ["Method"]
 
@@ -40,7 +40,7 @@ class Method(abc.ABC):
     """Base class of every learning method (see the module docstring for the hooks).
 
     Args:
-        cfg: the run's :class:`slime.arguments.SlimeConfig`; ``self.flags`` is the method's
+        cfg: the run's :class:`slime.config.arguments.SlimeConfig`; ``self.flags`` is the method's
             ``Flags`` instance built from it (None when the method has no flags).
 
     Class attributes:
@@ -57,7 +57,7 @@ class Method(abc.ABC):
 
     def validate(self) -> None:
         """Check the method's flags against the rest of the config; raise
-        :class:`slime.flags.ConfigError` with a one-line message. Default: nothing to check."""
+        :class:`slime.config.flags.ConfigError` with a one-line message. Default: nothing to check."""
 
     def needs_groups(self) -> bool:
         """Whether advantages compare the ``--n-samples-per-prompt`` samples of one prompt
@@ -75,7 +75,7 @@ class Method(abc.ABC):
 
     def prepare_samples(self, backend: Any, samples: Sequence[Sample]) -> list[Sample]:
         """Per-step work on the train actor before advantages (e.g. scoring a teacher with the
-        policy's weights). ``backend`` is the :class:`slime.backend.TrainingBackend`. Returns
+        policy's weights). ``backend`` is the :class:`slime.trainer.backend.TrainingBackend`. Returns
         the samples (mutated or new). Default: unchanged, and the step skips the actor call."""
         return list(samples)
 

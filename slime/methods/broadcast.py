@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from slime.advantages import broadcast_reward
+from slime.algorithms.advantages import broadcast_reward
 from slime.methods.base import Method
-from slime.sample import Sample
+from slime.record.sample import Sample
 
 __all__ = ["BroadcastMethod"]
 

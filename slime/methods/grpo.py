@@ -8,7 +8,7 @@ Each sample's reward minus its group's mean (divided by the group's std unless
 Under ``--dynamic-history`` (one sample per agent step) the groups are the trajectories of one
 prompt (``Sample.trajectory.group_index``), each trajectory's outcome counted once, not once per
 step-sample; the normalised outcome is broadcast to every step-sample of the trajectory
-(:func:`slime.advantages.grpo_trajectories`). The same holds without ``--dynamic-history`` when an
+(:func:`slime.algorithms.advantages.grpo_trajectories`). The same holds without ``--dynamic-history`` when an
 agent trajectory was split into several samples at a chat-template prefix break (samples sharing
 ``Sample.trajectory.id``): the batch then has more samples than ``groups x
 n_samples_per_prompt``, and counting the split trajectory once per piece would bias its group.
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from slime.advantages import broadcast_reward, grpo, grpo_trajectories
-from slime.flags import ConfigError
+from slime.algorithms.advantages import broadcast_reward, grpo, grpo_trajectories
+from slime.config.flags import ConfigError
 from slime.methods.base import Method
-from slime.sample import Sample
+from slime.record.sample import Sample
 
 __all__ = ["GRPOMethod"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from slime.methods.base import Method
-from slime.sample import Sample, SampleStatus
+from slime.record.sample import Sample, SampleStatus
 
 __all__ = ["PassThroughMethod"]
 

@@ -2,7 +2,7 @@
 
 Names come from two places: the core's generic methods (``grpo``, ``broadcast``,
 ``passthrough``, ``step_wise``) and the ``slime.methods`` entry points of installed packages
-(:mod:`slime.registry`). A package may register a name the core already has only with a subclass
+(:mod:`slime.plugins.registry`). A package may register a name the core already has only with a subclass
 of the core's class (a specialisation: OpenClaw's Binary RL is ``broadcast`` with its judge).
 Any other value is loaded from a file or module: ``path/to/method.py:Class``,
 ``path/to/method.py`` (its one ``Method`` subclass) or ``package.module.Class``.
@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import inspect
 
-from slime.flags import ConfigError
+from slime.config.flags import ConfigError
 from slime.methods.base import Method
 from slime.methods.broadcast import BroadcastMethod
 from slime.methods.grpo import GRPOMethod
 from slime.methods.passthrough import PassThroughMethod
 from slime.methods.step_wise import StepWiseMethod
-from slime.plugin_specs import is_plugin_spec
-from slime.plugins import PluginError, load_module
-from slime.registry import METHODS, entry_names, load_entry
+from slime.plugins.specs import is_plugin_spec
+from slime.plugins.loader import PluginError, load_module
+from slime.plugins.registry import METHODS, entry_names, load_entry
 
 __all__ = ["CORE_METHODS", "FLAG", "load_method_class", "method_names", "registered_method_classes"]
 
@@ -48,7 +48,7 @@ def load_method_class(spec: str) -> type[Method]:
 
     Raises:
         ConfigError: an unknown name, or a registered entry that is not a proper method.
-        slime.plugins.PluginError: a file or module that does not load, or holds no method class.
+        slime.plugins.loader.PluginError: a file or module that does not load, or holds no method class.
     """
     if spec in entry_names(METHODS):
         cls = _check_class(load_entry(METHODS, spec), f"{spec} (entry point)")

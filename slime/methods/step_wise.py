@@ -2,7 +2,7 @@
 
 Upstream OpenClaw-RL's ``step_wise`` estimator (its ``slime/ray/rollout.py``
 ``_post_process_step_wise_rewards`` and ``megatron_utils/loss.py``), on the typed
-:class:`slime.sample.Trajectory` the agent rollout sets on each sample (``Sample.trajectory``; upstream
+:class:`slime.record.sample.Trajectory` the agent rollout sets on each sample (``Sample.trajectory``; upstream
 keeps it in the sample metadata) (docs/track2.md, "How an episode becomes training data" and "Advantages"):
 
 ``trajectory.step_spans``      ``[(start, end), ...]`` in response coordinates: each step's action tokens
@@ -49,9 +49,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from slime.flags import flag
+from slime.config.flags import flag
 from slime.methods.base import Method
-from slime.sample import Sample, SampleStatus
+from slime.record.sample import Sample, SampleStatus
 
 __all__ = ["StepWiseFlags", "StepWiseMethod", "sample_steps", "step_wise_advantages"]
 
@@ -75,7 +75,7 @@ class _Step:
 
 
 def sample_steps(sample: Sample, where: str = "sample") -> list[_Step]:
-    """The steps of one sample from its :class:`~slime.sample.Trajectory` (module docstring).
+    """The steps of one sample from its :class:`~slime.record.sample.Trajectory` (module docstring).
 
     Args:
         sample: a judged sample.

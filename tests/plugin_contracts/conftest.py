@@ -10,7 +10,7 @@ import pytest
 from openclaw_rl.capture.store import TrajectoryStore, TurnRecord
 from openclaw_rl.rollout.custom_rm import CustomRewardJudge
 from openclaw_rl.rollout.judge_loop import JudgeLoop
-from slime.run_args import parse_run_args
+from slime.config.run_args import parse_run_args
 
 TINY = "builtin:tiny-qwen3"
 LOW_IDS = "tests/plugins/low_ids_reward.py"

@@ -1,5 +1,5 @@
 """Contract checks, one per hook (after slime's ``tests/plugin_contracts``): each ``assert_*``
-takes a plugin (or class) and checks it against its :mod:`slime.hooks` protocol by calling it on
+takes a plugin (or class) and checks it against its :mod:`slime.plugins.hooks` protocol by calling it on
 real inputs. Point one at your own plugin with the hook's environment variable, e.g.
 ``CONTRACT_LOSS_PATH=my-method/loss.py pytest tests/plugin_contracts``:
 
@@ -17,10 +17,10 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from slime.flags import flag_specs
-from slime.hooks import DataSource, RolloutChoice, RolloutService
-from slime.losses import LossOutputs, PolicyLossConfig
-from slime.sample import Sample
+from slime.config.flags import flag_specs
+from slime.plugins.hooks import DataSource, RolloutChoice, RolloutService
+from slime.algorithms.losses import LossOutputs, PolicyLossConfig
+from slime.record.sample import Sample
 
 
 def contract_path(hook: str, default: str) -> str:
@@ -39,10 +39,10 @@ def assert_sample_contract(s: Any, *, judged: bool = False) -> None:
 
 
 def assert_loss_contract(plugin: Any) -> LossOutputs:
-    """A loaded loss (:class:`slime.loss_plugins.LossPlugin`, any convention) returns, on the
+    """A loaded loss (:class:`slime.plugins.loss.LossPlugin`, any convention) returns, on the
     probe batch, a finite scalar :class:`LossOutputs` with a gradient graph and float metrics."""
-    from slime.loss_guard import checked_loss
-    from slime.loss_plugins import probe_inputs, probe_loss_plugin
+    from slime.guards.loss import checked_loss
+    from slime.plugins.loss import probe_inputs, probe_loss_plugin
 
     probe_loss_plugin(plugin, PolicyLossConfig())  # raises PluginError on a contract break
     out = checked_loss(plugin, plugin.plugin_name, probe_inputs(PolicyLossConfig()), PolicyLossConfig())
@@ -52,7 +52,7 @@ def assert_loss_contract(plugin: Any) -> LossOutputs:
 
 
 def assert_reward_contract(plugin: Any, samples: Sequence[Sample]) -> list[tuple[float, dict]]:
-    """A loaded reward (:class:`slime.reward_plugins.RewardPlugin`, any form) scores each sample
+    """A loaded reward (:class:`slime.plugins.reward.RewardPlugin`, any form) scores each sample
     with a finite float and a details dict, in order, one per sample."""
     results = asyncio.run(plugin.score_many(list(samples)))
     assert len(results) == len(samples)
@@ -66,7 +66,7 @@ def assert_reward_contract(plugin: Any, samples: Sequence[Sample]) -> list[tuple
 def assert_rollout_contract(fn: Any, args: Any, data_source: Any, rollout_id: int = 0) -> list[list[Sample]]:
     """``generate_rollout(args, rollout_id, data_source, evaluation=False)``: the protocol's
     parameters, and a result that normalises to non-empty groups of valid judged samples."""
-    from slime.rollout_plugins import normalize_rollout_output
+    from slime.plugins.rollout import normalize_rollout_output
 
     params = list(inspect.signature(fn).parameters)
     assert params[:3] == ["args", "rollout_id", "data_source"] and "evaluation" in params
@@ -85,7 +85,7 @@ def assert_rollout_contract(fn: Any, args: Any, data_source: Any, rollout_id: in
 def assert_generate_contract(fn: Any, args: Any, prompt: Any, sampling_params: dict) -> list[Sample]:
     """``generate(args, sample, sampling_params)`` fills the sample (or returns several) with exact
     ids, sampling log-probs and a weight version."""
-    from slime.rollout_plugins import call_generate
+    from slime.plugins.rollout import call_generate
 
     sample = Sample(tokens=[], response_length=0, rollout_log_probs=[], prompt=prompt)
     out = asyncio.run(call_generate(fn, "generate", args, sample, sampling_params))
@@ -114,7 +114,7 @@ def assert_rollout_service_class_contract(cls: Any, cfg: Any) -> RolloutChoice:
     """The class-level protocol (run in the driver before anything starts): a flag dataclass,
     a default rollout that loads, a default generate that loads, and start-up checks that return
     warning strings."""
-    from slime.rollout_plugins import load_generate_function, load_rollout_function
+    from slime.plugins.rollout import load_generate_function, load_rollout_function
 
     assert cls.Flags is None or (dataclasses.is_dataclass(cls.Flags) and all(s.help for s in flag_specs(cls.Flags)))
     choice = cls.default_rollout(cfg)

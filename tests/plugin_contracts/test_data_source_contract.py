@@ -1,4 +1,4 @@
-"""Data source contract (:class:`slime.hooks.DataSource`): the store-backed source hands out
+"""Data source contract (:class:`slime.plugins.hooks.DataSource`): the store-backed source hands out
 judged samples and keeps exactly-once bookkeeping through ``release`` and ``mark_trained``."""
 
 from __future__ import annotations

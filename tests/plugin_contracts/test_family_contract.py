@@ -22,8 +22,8 @@ import pytest
 from openclaw_rl.agentic.environment import get_factory, registered_envs
 from openclaw_rl.agentic.family import AgentFamily, family_class, family_names, get_family
 from openclaw_rl.rollout.service import OpenClawRolloutService
-from slime.arguments import core_flag_specs
-from slime.flags import flag_specs
+from slime.config.arguments import core_flag_specs
+from slime.config.flags import flag_specs
 from slime.methods.registry import registered_method_classes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -118,7 +118,7 @@ def test_the_environment_registry_builds_every_family_by_its_env_type():
 SCRATCH = '''
 from openclaw_rl.envs.terminal.family import TerminalFamily
 from dataclasses import dataclass
-from slime.flags import flag
+from slime.config.flags import flag
 
 
 @dataclass(frozen=True)
@@ -159,7 +159,7 @@ from openclaw_rl.agentic.environment import get_factory
 from openclaw_rl.agentic.families import dataset_path
 from openclaw_rl.agentic.family import get_family
 from openclaw_rl.evaluation.tasks import make_task, task_names
-from slime.run_args import parse_run_args
+from slime.config.run_args import parse_run_args
 cfg = parse_run_args(["--model-path", "builtin:tiny-qwen3", "--scratch-max-steps", "3"])
 task = make_task("scratch")
 print(json.dumps({"names": list(task_names()), "train": str(dataset_path("scratch", "train")),

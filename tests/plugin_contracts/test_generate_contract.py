@@ -1,4 +1,4 @@
-"""Generate hook contract (:class:`slime.hooks.GenerateFunction`): the default generate and the
+"""Generate hook contract (:class:`slime.plugins.hooks.GenerateFunction`): the default generate and the
 example fill samples with exact ids through a real intercept server; a misaligned one fails."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from openclaw_rl.rollout.prompt_rollout import DEFAULT_GENERATE, sampling_params
-from slime.rollout_plugins import load_generate_function
+from slime.plugins.rollout import load_generate_function
 from tests.plugin_contracts.contracts import assert_generate_contract, contract_path
 
 

@@ -1,13 +1,13 @@
-"""Loss hook contract (:class:`slime.hooks.LossFunction`): the PPO default, the examples in every
+"""Loss hook contract (:class:`slime.plugins.hooks.LossFunction`): the PPO default, the examples in every
 convention and OPD's top-K loss return a finite differentiable scalar; a misaligned loss fails."""
 
 from __future__ import annotations
 
 import pytest
 
-from slime.loss_plugins import LossPlugin, load_loss_plugin
-from slime.losses import policy_loss
-from slime.plugins import PluginError
+from slime.plugins.loss import LossPlugin, load_loss_plugin
+from slime.algorithms.losses import policy_loss
+from slime.plugins.loader import PluginError
 from tests.plugin_contracts.contracts import assert_loss_contract, contract_path
 
 EXAMPLES = ["examples/method-template/custom_loss.py", "examples/plugins/slime_loss.py",

@@ -8,9 +8,9 @@ import pytest
 
 from openclaw_rl.models import load_tokenizer
 from openclaw_rl.opd.teacher import teacher_prompt_ids
-from slime.backend import TrainingBackend
+from slime.trainer.backend import TrainingBackend
 from slime.methods import load_method_class, method_names
-from slime.sample import Sample
+from slime.record.sample import Sample
 from tests.plugin_contracts.contracts import assert_method_contract, contract_path
 
 TEMPLATE = "examples/method-template/method.py:MyMethod"

@@ -1,4 +1,4 @@
-"""Reward hook contract (:class:`slime.hooks.RewardFunction`, with the seed's ``get_reward_model``
+"""Reward hook contract (:class:`slime.plugins.hooks.RewardFunction`, with the seed's ``get_reward_model``
 and slime's batched form as adapters): every form scores live-turn samples with finite floats."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from openclaw_rl.rollout.custom_rm import turn_sample
-from slime.reward_plugins import RewardPlugin
+from slime.plugins.reward import RewardPlugin
 from tests.plugin_contracts.contracts import assert_reward_contract, contract_path
 
 FORMS = {"tests/plugins/low_ids_reward.py": "slime", "examples/plugins/slime_reward.py:reward": "slime",

@@ -1,4 +1,4 @@
-"""Rollout hook contract (:class:`slime.hooks.RolloutFunction`): the live rollout and the example
+"""Rollout hook contract (:class:`slime.plugins.hooks.RolloutFunction`): the live rollout and the example
 wrapping it hand out groups of judged samples from a real store; a misaligned rollout fails."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 from openclaw_rl.rollout.data_source import StoreDataSource
 from openclaw_rl.rollout.service import LIVE_ROLLOUT
-from slime.rollout_plugins import load_rollout_function
+from slime.plugins.rollout import load_rollout_function
 from tests.plugin_contracts.contracts import assert_rollout_contract, contract_path
 
 

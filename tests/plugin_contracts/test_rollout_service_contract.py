@@ -1,4 +1,4 @@
-"""Rollout service contract (:class:`slime.hooks.RolloutService`): the OpenClaw service's class
+"""Rollout service contract (:class:`slime.plugins.hooks.RolloutService`): the OpenClaw service's class
 protocol for live, prompt-dataset and offline configs, and a running offline instance (recorded
 sessions, a reward plugin as judge) that hands out samples, publishes and closes."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from openclaw_rl.rollout.service import LIVE_ROLLOUT, PROMPT_ROLLOUT, OpenClawRolloutService
 from slime.methods import load_method_class
-from slime.services import load_service_class
+from slime.orchestration.services import load_service_class
 from tests.plugin_contracts.contracts import (assert_rollout_service_class_contract, assert_rollout_service_contract,
                                               assert_sample_contract)
 from tests.support.sessions import record_sessions

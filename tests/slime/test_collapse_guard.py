@@ -1,4 +1,4 @@
-"""The trainer's collapse guard (slime.collapse_guard): the spike detector, the skipped step, the
+"""The trainer's collapse guard (slime.guards.collapse): the spike detector, the skipped step, the
 undone update, the rollback to the last good checkpoint and the pause. Each test fails without
 the guard it checks (the "off" controls show what happens then)."""
 
@@ -9,11 +9,11 @@ import math
 import pytest
 import torch
 
-from slime.arguments import parse_args
-from slime.backend import TrainingBackend
-from slime.checkpoint import OPTIMIZER_FILE, find_latest_checkpoint
-from slime.collapse_guard import ACTIONS, GuardPolicy, SpikeDetector, act_on_collapse, grad_norm_per_advantage
-from slime.sample import Sample
+from slime.config.arguments import parse_args
+from slime.trainer.backend import TrainingBackend
+from slime.trainer.checkpoint import OPTIMIZER_FILE, find_latest_checkpoint
+from slime.guards.collapse import ACTIONS, GuardPolicy, SpikeDetector, act_on_collapse, grad_norm_per_advantage
+from slime.record.sample import Sample
 
 TINY_QWEN3 = "builtin:tiny-qwen3"
 PROMPT = [151644, 872, 198, 9707, 0, 151645, 198, 151644, 77091, 198]

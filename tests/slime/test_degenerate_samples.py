@@ -1,4 +1,4 @@
-"""The collapse guard's sample filter (slime.admission step 3, slime.degenerate): a degenerate reply
+"""The collapse guard's sample filter (slime.guards.admission step 3, slime.guards.degenerate): a degenerate reply
 never becomes training data. Real Qwen tokenizer and samples; the "train" controls show what
 happens without the filter."""
 
@@ -9,12 +9,12 @@ import logging
 import pytest
 import torch
 
-from slime.admission import AdmissionPolicy, admit
-from slime.arguments import parse_args
-from slime.backend import TrainingBackend
-from slime.degenerate import GARBAGE_TOKENS, control_token_ids, reply_problems
-from slime.models import load_tokenizer
-from slime.sample import Sample
+from slime.guards.admission import AdmissionPolicy, admit
+from slime.config.arguments import parse_args
+from slime.trainer.backend import TrainingBackend
+from slime.guards.degenerate import GARBAGE_TOKENS, control_token_ids, reply_problems
+from slime.trainer.models import load_tokenizer
+from slime.record.sample import Sample
 
 TINY_QWEN3 = "builtin:tiny-qwen3"
 
@@ -69,7 +69,7 @@ def test_a_degenerate_sample_gets_no_loss_and_is_counted_and_named(tokenizer, ca
     samples = [_sample(tokenizer, HEALTHY, "good-turn")] + [
         _sample(tokenizer, text, f"bad-{name}") for name, text in sorted(DEGENERATE.items())]
     backend = TrainingBackend(parse_args(["--rollout-batch-size", "4", "--model-path", TINY_QWEN3]))
-    with caplog.at_level(logging.WARNING, logger="slime.admission"):
+    with caplog.at_level(logging.WARNING, logger="slime.guards.admission"):
         out, metrics = admit(samples, AdmissionPolicy(), backend)
     assert len(out) == 1 + len(DEGENERATE)  # kept in the batch (a group keeps its size), but without loss
     assert out[0].num_loss_tokens == out[0].response_length

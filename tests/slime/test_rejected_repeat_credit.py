@@ -1,4 +1,4 @@
-"""slime.admission step 4 (``--rejected-repeat-credit``): a reply the judge rejected that repeats
+"""slime.guards.admission step 4 (``--rejected-repeat-credit``): a reply the judge rejected that repeats
 one word is trained as a negative example only from the word's second use on, so that a -1 for
 "Alex ... Alex ... Alex" does not push down the first "Alex" the same user asked for. Real Qwen
 tokenizer and samples; ``whole`` is the control (every token trained, as before)."""
@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from slime.admission import AdmissionPolicy, admit
-from slime.arguments import parse_args
-from slime.backend import TrainingBackend
-from slime.behaviour import repeat_onset
-from slime.models import load_tokenizer
-from slime.sample import Sample
+from slime.guards.admission import AdmissionPolicy, admit
+from slime.config.arguments import parse_args
+from slime.trainer.backend import TrainingBackend
+from slime.guards.behaviour import repeat_onset
+from slime.trainer.models import load_tokenizer
+from slime.record.sample import Sample
 
 TINY_QWEN3 = "builtin:tiny-qwen3"
 SPAM = "Alex, boil the egg for nine minutes. Then, Alex, cool it in water, Alex!"

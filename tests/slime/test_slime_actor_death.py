@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from slime.actor_death import actor_death_line, resume_hint
-from slime.checkpoint import RUN_CONFIG, TrainerState, resume_point
+from slime.orchestration.actor_death import actor_death_line, resume_hint
+from slime.trainer.checkpoint import RUN_CONFIG, TrainerState, resume_point
 
 # Ray 2.x's ActorDiedError text for a worker killed with SIGKILL (as the driver received it)
 RAY_TEXT = ("The actor died unexpectedly before finishing this task.\n\tclass_name: TrainActor\n\tactor_id: 3f75\n"

@@ -1,4 +1,4 @@
-"""Tests for slime.advantages with hand-computed GRPO and broadcast values."""
+"""Tests for slime.algorithms.advantages with hand-computed GRPO and broadcast values."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
-from slime.advantages import broadcast_reward, compute_advantages, grpo, grpo_advantages
-from slime.arguments import parse_args
-from slime.sample import Sample
+from slime.algorithms.advantages import broadcast_reward, compute_advantages, grpo, grpo_advantages
+from slime.config.arguments import parse_args
+from slime.record.sample import Sample
 
 
 def test_grpo_std_normalised_by_hand():

@@ -1,4 +1,4 @@
-"""Tests for slime.arguments: slime flag names, aliases, derived defaults, one-line ConfigErrors."""
+"""Tests for slime.config.arguments: slime flag names, aliases, derived defaults, one-line ConfigErrors."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from slime.arguments import ConfigError, FlagSection, SlimeConfig, parse_args
-from slime.flags import flag
+from slime.config.arguments import ConfigError, FlagSection, SlimeConfig, parse_args
+from slime.config.flags import flag
 
 
 def test_defaults_resolve_derived_values():

@@ -1,4 +1,4 @@
-"""Tests for slime.backend.TrainingBackend: one optimizer step per global batch, LoRA, KL, plugins,
+"""Tests for slime.trainer.backend.TrainingBackend: one optimizer step per global batch, LoRA, KL, plugins,
 checkpoints and weight export into the serving engine."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from openclaw_rl.models import resolve_model_path
-from slime.arguments import parse_args
-from slime.backend import DEFAULT_LORA_TARGET_MODULES, LossPluginError, TrainingBackend
-from slime.logprobs import token_logprobs_from_logits
-from slime.losses import LossOutputs, policy_loss
-from slime.sample import Sample
+from slime.config.arguments import parse_args
+from slime.trainer.backend import DEFAULT_LORA_TARGET_MODULES, LossPluginError, TrainingBackend
+from slime.algorithms.logprobs import token_logprobs_from_logits
+from slime.algorithms.losses import LossOutputs, policy_loss
+from slime.record.sample import Sample
 
 TINY_QWEN3 = "builtin:tiny-qwen3"
 

@@ -1,4 +1,4 @@
-"""Tests for slime.checkpoint: full-model and LoRA save/load round trips, latest link, RNG, pruning."""
+"""Tests for slime.trainer.checkpoint: full-model and LoRA save/load round trips, latest link, RNG, pruning."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import os
 import pytest
 import torch
 
-from slime.checkpoint import TrainerState, find_latest_checkpoint, load_checkpoint, save_checkpoint
+from slime.trainer.checkpoint import TrainerState, find_latest_checkpoint, load_checkpoint, save_checkpoint
 
 
 def _train_step(model, optimizer, seed):

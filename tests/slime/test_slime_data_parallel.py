@@ -4,7 +4,7 @@ checkpoint (one Hugging Face folder, or one LoRA adapter, and one optimizer file
 actors resumes on 1 and vice versa, and the resumed step equals the uninterrupted run's.
 
 Real Ray (a local cluster on loopback, inside the suite's ``unshare -n``), real train actors
-(:class:`slime.train_group.TrainGroup`), the real backend on ``builtin:tiny-qwen3``."""
+(:class:`slime.orchestration.train_group.TrainGroup`), the real backend on ``builtin:tiny-qwen3``."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from slime.arguments import parse_args
-from slime.sample import Sample
+from slime.config.arguments import parse_args
+from slime.record.sample import Sample
 
 pytestmark = pytest.mark.ray
 TOL = 1e-5
@@ -52,7 +52,7 @@ def _batch(seed: int) -> list[Sample]:
 
 
 def _group(save: Path, actors: int, *extra: str, resume: Path | None = None):
-    from slime.train_group import TrainGroup
+    from slime.orchestration.train_group import TrainGroup
 
     flags = ["--model-path", "builtin:tiny-qwen3", "--rollout-batch-size", str(BATCH), "--micro-batch-size", "1",
              "--lr", str(LR), "--save", str(save), "--actor-num-gpus-per-node", str(actors), *extra]

@@ -1,4 +1,4 @@
-"""Tests for slime.logprobs: chunked log-probs/entropy equal the full-logits reference."""
+"""Tests for slime.algorithms.logprobs: chunked log-probs/entropy equal the full-logits reference."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from slime.logprobs import compute_token_logprobs, entropy_from_logits, token_logprobs_from_logits
+from slime.algorithms.logprobs import compute_token_logprobs, entropy_from_logits, token_logprobs_from_logits
 
 
 def test_helper_matches_hand_computed_values():

@@ -9,14 +9,14 @@ import textwrap
 import pytest
 import torch
 
-from slime.arguments import parse_args
-from slime.backend import TrainingBackend
-from slime.loss_guard import LossPluginError
-from slime.loss_plugins import LossPlugin, detect_loss_convention, load_loss_plugin, probe_loss_plugin
-from slime.losses import LossInputs, PolicyLossConfig
-from slime.plugin_check import check_plugins
-from slime.plugins import REPO_ROOT, PluginError
-from slime.sample import Sample
+from slime.config.arguments import parse_args
+from slime.trainer.backend import TrainingBackend
+from slime.guards.loss import LossPluginError
+from slime.plugins.loss import LossPlugin, detect_loss_convention, load_loss_plugin, probe_loss_plugin
+from slime.algorithms.losses import LossInputs, PolicyLossConfig
+from slime.plugins.check import check_plugins
+from slime.plugins.loader import REPO_ROOT, PluginError
+from slime.record.sample import Sample
 
 SIMPLE_EXAMPLE = "examples/method-template/custom_loss.py"
 SLIME_EXAMPLE = "examples/plugins/slime_loss.py"
@@ -78,7 +78,7 @@ def test_each_convention_is_detected_by_names_and_by_count(tmp_path):
     assert load_loss_plugin(spec + ":typed").convention == "typed"
     assert load_loss_plugin(spec + ":five").convention == "simple"
     assert load_loss_plugin(spec + ":four").convention == "slime"
-    assert load_loss_plugin("slime.losses.policy_loss").convention == "typed"
+    assert load_loss_plugin("slime.algorithms.losses.policy_loss").convention == "typed"
     with pytest.raises(PluginError) as err:
         load_loss_plugin(spec + ":three")
     msg = str(err.value)

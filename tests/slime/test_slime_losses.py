@@ -1,4 +1,4 @@
-"""Tests for slime.losses: hand-computed PPO clip, dual clip, KL estimators, TIS, entropy,
+"""Tests for slime.algorithms.losses: hand-computed PPO clip, dual clip, KL estimators, TIS, entropy,
 metric reduction, and micro-batch gradient invariance on a tiny model."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import math
 import pytest
 import torch
 
-from slime.batch import collate_samples, split_micro_batches
-from slime.logprobs import compute_token_logprobs
-from slime.losses import (
+from slime.record.batch import collate_samples, split_micro_batches
+from slime.algorithms.logprobs import compute_token_logprobs
+from slime.algorithms.losses import (
     LossInputs,
     PolicyLossConfig,
     global_token_count,
@@ -19,7 +19,7 @@ from slime.losses import (
     reduce_metrics,
     tis_weights,
 )
-from slime.sample import Sample
+from slime.record.sample import Sample
 
 D = torch.float64
 

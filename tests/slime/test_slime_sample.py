@@ -1,4 +1,4 @@
-"""Tests for slime.sample.Sample: lengths, validation, JSON round trip."""
+"""Tests for slime.record.sample.Sample: lengths, validation, JSON round trip."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from slime.sample import Sample, SampleStatus
+from slime.record.sample import Sample, SampleStatus
 
 
 def make(**kw):
@@ -121,7 +121,7 @@ def test_bad_multimodal_train_inputs_are_refused(inputs, needle):
 
 
 def test_collate_concatenates_images_in_batch_order():
-    from slime.batch import collate_samples
+    from slime.record.batch import collate_samples
 
     a, b = _with_images(), _with_images(8, ((1, 2, 2), (1, 2, 2)))
     text = Sample(tokens=[1, 2], response_length=1, rollout_log_probs=[-0.1])

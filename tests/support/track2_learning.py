@@ -11,7 +11,7 @@ and without Ray (``slime/train.py``'s loop without its two actors):
   ``swe-rl/generate.py``: ``generate`` and ``reward_func``), so every step of every episode goes through the server and the reward is
   the real sandboxed environment's score;
 * sample admission, the run's method (``--advantage-estimator grpo``) and
-  :class:`slime.backend.TrainingBackend`'s PPO step.
+  :class:`slime.trainer.backend.TrainingBackend`'s PPO step.
 
 Before the first step and after the last, every held-out wording (never demonstrated, never
 trained on) is played ``eval_samples`` times through the same plugin at the training temperature;
@@ -72,7 +72,7 @@ def _environ(**values: str):
 def _config(family: str, model: Path, work: Path, data: Path, steps: int, prompts: int, samples: int,
             max_len: int, extra: tuple[str, ...]):
     from openclaw_rl.server.launcher import free_port
-    from slime.run_args import parse_run_args
+    from slime.config.run_args import parse_run_args
 
     plugin = REPO / track2_tasks.FAMILIES[family]["plugin"]
     return parse_run_args([
@@ -87,8 +87,8 @@ def _config(family: str, model: Path, work: Path, data: Path, steps: int, prompt
 
 def _groups(rollout_fn, args, rollout_id: int) -> list[list]:
     """One rollout step's episodes, one group (list of samples) per prompt, in prompt order."""
-    from slime.calls import call_sync
-    from slime.rollout_plugins import normalize_rollout_output
+    from slime.plugins.calls import call_sync
+    from slime.plugins.rollout import normalize_rollout_output
 
     return normalize_rollout_output(call_sync(rollout_fn, args, rollout_id, None), "prompt rollout")[0]
 
@@ -158,10 +158,10 @@ def run(family: str, work: Path, *, model: Path | None = None, extra_flags: tupl
         ``"wall_s"}``.
     """
     from openclaw_rl.rollout.service import OpenClawRolloutService
-    from slime.admission import AdmissionPolicy, admit
-    from slime.backend import TrainingBackend
+    from slime.guards.admission import AdmissionPolicy, admit
+    from slime.trainer.backend import TrainingBackend
     from slime.methods.registry import load_method_class
-    from slime.rollout_plugins import load_rollout_function, rollout_spec
+    from slime.plugins.rollout import load_rollout_function, rollout_spec
     from slime.train import check_run
     from tests.support.track2_cold_start import cold_start_path
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from openclaw_rl.envs.gui.browser import check_backend
-from slime.flags import build_flags, flag, flag_specs, resolve_flags
+from slime.config.flags import build_flags, flag, flag_specs, resolve_flags
 
 __all__ = ["GuiConfig", "GuiFlags", "OBSERVATION_TYPES", "gui_flags"]
 
@@ -72,7 +72,7 @@ def gui_flags(environ: Mapping[str, str] | None = None, **given) -> GuiFlags:
     default), else the defaults.
 
     Raises:
-        slime.flags.ConfigError: a bad value (one line naming the variable).
+        slime.config.flags.ConfigError: a bad value (one line naming the variable).
     """
     values, _ = resolve_flags(flag_specs(GuiFlags), {k: v for k, v in given.items() if v is not None}, environ)
     return build_flags(GuiFlags, values)
@@ -142,7 +142,7 @@ class GuiConfig:
         """The settings from the environment variables (:class:`GuiFlags`' fallbacks), then ``overrides``.
 
         Raises:
-            slime.flags.ConfigError (a ValueError): a variable with a bad value (one line naming it);
+            slime.config.flags.ConfigError (a ValueError): a variable with a bad value (one line naming it);
             openclaw_rl.envs.gui.browser.BrowserError: an unusable ``SCREENSHOT_BACKEND``.
         """
         env = os.environ if environ is None else environ

@@ -17,7 +17,7 @@ from openclaw_rl.envs.math_tool.env import MathToolEnv
 from openclaw_rl.envs.math_tool.prompt import ENV_TYPE
 from openclaw_rl.envs.math_tool.reward import score_answer
 from openclaw_rl.envs.math_tool.tools_config import ENV_VARS, load_tools_config
-from slime.sample import Sample
+from slime.record.sample import Sample
 
 __all__ = ["MathToolFamily"]
 

@@ -83,11 +83,11 @@ def tool_calls_of(sample: Any) -> int:
 
 async def reward(args: Any, sample: Any) -> dict[str, Any]:
     """``--custom-rm-path openclaw_rl.envs.math_tool.reward.reward``: slime's per-sample form
-    (:class:`slime.hooks.RewardFunction`).
+    (:class:`slime.plugins.hooks.RewardFunction`).
 
     Args:
         args: the run's arguments (unused).
-        sample: a :class:`slime.sample.Sample` with ``response`` and ``label``.
+        sample: a :class:`slime.record.sample.Sample` with ``response`` and ``label``.
 
     Returns:
         :func:`score_answer`'s dict (``"reward"`` plus details kept with the sample).

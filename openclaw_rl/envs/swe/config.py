@@ -31,7 +31,7 @@ from pathlib import Path
 import yaml
 from jinja2 import StrictUndefined, Template
 
-from slime.flags import build_flags, flag, flag_specs, resolve_flags
+from slime.config.flags import build_flags, flag, flag_specs, resolve_flags
 
 __all__ = ["EVAL_TIMEOUT", "SUBMIT_MARKER", "SweConfig", "SweFlags", "default_config_path", "load_config",
            "step_limit", "swe_flags"]
@@ -59,7 +59,7 @@ def swe_flags(environ=None, **given) -> SweFlags:
     default), else the defaults.
 
     Raises:
-        slime.flags.ConfigError: a bad value (one line naming the variable).
+        slime.config.flags.ConfigError: a bad value (one line naming the variable).
     """
     values, _ = resolve_flags(flag_specs(SweFlags), {k: v for k, v in given.items() if v is not None}, environ)
     return build_flags(SweFlags, values)

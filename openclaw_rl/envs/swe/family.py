@@ -21,7 +21,7 @@ from openclaw_rl.envs.swe.agent import swe_episode
 from openclaw_rl.envs.swe.config import SweFlags, load_config, step_limit
 from openclaw_rl.envs.swe.data import dataset_path
 from openclaw_rl.envs.swe.env import SweEnv
-from slime.sample import Sample
+from slime.record.sample import Sample
 
 __all__ = ["SweFamily"]
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from openclaw_rl.agentic.family import AgentFamily, Split
 from openclaw_rl.envs.terminal.data import dataset_path
 from openclaw_rl.envs.terminal.env import TerminalEnv
-from slime.flags import flag
-from slime.sample import Sample
+from slime.config.flags import flag
+from slime.record.sample import Sample
 
 __all__ = ["TerminalFamily", "TerminalFlags"]
 

@@ -1,0 +1,55 @@
+"""Model paths and loading for the trainer.
+
+``--model-path`` is a Hugging Face folder, or ``<scheme>:<name>`` resolved by a model resolver
+that an installed package registers (entry points ``slime.model_resolvers``; OpenClaw-RL
+registers ``builtin`` for ``builtin:smollm2-135m`` and ``builtin:tiny-qwen3``). The core names
+no scheme itself.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from slime.plugins.registry import MODEL_RESOLVERS, entry_names, load_entry
+
+__all__ = ["load_model", "load_tokenizer", "resolve_model_path"]
+
+
+def resolve_model_path(model_path: str | os.PathLike) -> str:
+    """The local folder of ``model_path``: a registered scheme's resolver result, else the path.
+
+    Raises:
+        whatever the resolver raises for a name it does not know (a ``ValueError``).
+    """
+    text = str(model_path)
+    scheme, sep, _ = text.partition(":")
+    if sep and scheme in entry_names(MODEL_RESOLVERS) and not Path(text).exists():
+        return str(load_entry(MODEL_RESOLVERS, scheme)(text))
+    return text
+
+
+def load_tokenizer(model_path: str | os.PathLike) -> Any:
+    """The tokenizer of ``model_path`` (transformers ``AutoTokenizer``)."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(resolve_model_path(model_path))
+
+
+def load_model(model_path: str | os.PathLike, dtype: Any = None) -> Any:
+    """A causal LM in eval mode from ``model_path`` (default dtype float32): a vision-language
+    model (``config.json`` with a ``vision_config``, e.g. Qwen2-VL) through
+    ``AutoModelForImageTextToText``, any other through ``AutoModelForCausalLM``."""
+    import json
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+
+    folder = resolve_model_path(model_path)
+    try:
+        vision = "vision_config" in json.loads((Path(folder) / "config.json").read_text())
+    except (OSError, ValueError):
+        vision = False
+    auto = AutoModelForImageTextToText if vision else AutoModelForCausalLM
+    return auto.from_pretrained(folder, dtype=dtype or torch.float32).eval()
