@@ -22,7 +22,8 @@ import httpx
 import pytest
 
 from openclaw_rl.envs.gui.actions import ActionError, parse_action
-from openclaw_rl.envs.gui.browser import BrowserError, check_backend, process_group_alive
+from openclaw_rl.envs.gui.backends import check_backend
+from openclaw_rl.envs.gui.browser import BrowserError, process_group_alive
 from openclaw_rl.envs.gui.session import TaskConfigError
 
 pytestmark = pytest.mark.skipif(not (shutil.which("chromium") and shutil.which("chromedriver")),
@@ -78,7 +79,7 @@ def test_backend_names():
 @pytest.fixture(scope="module", params=["playwright", "selenium"])
 def session(request):
     """One browser of each backend (SCREENSHOT_BACKEND) for the module's episodes."""
-    from openclaw_rl.envs.gui.browser import make_browser
+    from openclaw_rl.envs.gui.backends import make_browser
     from openclaw_rl.envs.gui.config import GuiConfig
     from openclaw_rl.envs.gui.session import GuiSession
 

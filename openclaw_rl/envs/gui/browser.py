@@ -12,9 +12,8 @@ they may be called from any thread (the pool server's worker threads), one brows
 time. A dead browser (crashed, killed) surfaces as :class:`BrowserCrashed` on the next call.
 
 ``SCREENSHOT_BACKEND=selenium`` drives the same Chromium through chromedriver instead
-(:mod:`openclaw_rl.envs.gui.selenium_browser`); without the ``selenium`` package or Debian's
-``chromium-driver`` it is refused with one line (:func:`check_backend`). :func:`make_browser`
-builds the configured one.
+(:mod:`openclaw_rl.envs.gui.selenium_browser`); :mod:`openclaw_rl.envs.gui.backends` checks the
+setting and builds the configured one.
 """
 
 from __future__ import annotations
@@ -61,26 +60,6 @@ def chromium_path() -> str:
             return found
     raise BrowserError("no Chromium found: install Debian's chromium (make install, or apt-get install chromium) "
                        "or set CHROMIUM_PATH")
-
-
-def check_backend(name: str | None) -> str:
-    """Validate ``SCREENSHOT_BACKEND`` (default ``playwright``); returns it.
-
-    Raises:
-        BrowserError: ``selenium`` without the ``selenium`` package or ``chromedriver`` (Debian's
-            ``chromium-driver``), one line saying what is missing; an unknown name.
-    """
-    name = (name or "playwright").strip().lower()
-    if name == "playwright":
-        return name
-    if name == "selenium":
-        from openclaw_rl.envs.gui.selenium_browser import selenium_missing
-
-        missing = selenium_missing()
-        if missing:
-            raise BrowserError(f"SCREENSHOT_BACKEND=selenium needs {missing}; or use SCREENSHOT_BACKEND=playwright")
-        return name
-    raise BrowserError(f"SCREENSHOT_BACKEND must be playwright or selenium, got {name!r}")
 
 
 def process_group_alive(pgid: int) -> bool:
@@ -343,16 +322,3 @@ class Browser:
         except OSError:
             pass
         shutil.rmtree(self.user_dir, ignore_errors=True)
-
-
-def make_browser(width: int, height: int, backend: str = "playwright") -> Browser:
-    """A started browser of ``backend`` (``playwright`` or ``selenium``).
-
-    Raises:
-        BrowserError: it did not start, or the backend is unusable.
-    """
-    if check_backend(backend) == "selenium":
-        from openclaw_rl.envs.gui.selenium_browser import SeleniumBrowser
-
-        return SeleniumBrowser(width, height)
-    return Browser(width, height)

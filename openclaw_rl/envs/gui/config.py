@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from openclaw_rl.envs.gui.browser import check_backend
+from openclaw_rl.envs.gui.backends import check_backend
 from slime.config.flags import build_flags, flag, flag_specs, resolve_flags
 
 __all__ = ["GuiConfig", "GuiFlags", "OBSERVATION_TYPES", "gui_flags"]

@@ -15,7 +15,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from openclaw_rl.envs.gui.browser import Browser, BrowserError, make_browser
+from openclaw_rl.envs.gui.backends import make_browser
+from openclaw_rl.envs.gui.browser import Browser, BrowserError
 from openclaw_rl.envs.gui.config import GuiConfig
 
 __all__ = ["BrowserSlots"]
