@@ -48,10 +48,15 @@ class ModelPathError(ValueError):
     """A model path that is neither a known ``builtin:`` name nor an existing folder."""
 
 
+def cache_root() -> Path:
+    """The cache root of everything built locally (models, converted datasets, wheels, the OpenClaw
+    client): ``$OPENCLAW_RL_CACHE``, default ``~/.cache/openclaw-rl``. Not created here."""
+    return Path(os.environ.get("OPENCLAW_RL_CACHE", Path.home() / ".cache" / "openclaw-rl"))
+
+
 def cache_dir() -> Path:
     """Return the model cache folder (``$OPENCLAW_RL_CACHE/models``), creating it."""
-    root = Path(os.environ.get("OPENCLAW_RL_CACHE", Path.home() / ".cache" / "openclaw-rl"))
-    path = root / "models"
+    path = cache_root() / "models"
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -119,6 +119,8 @@ def test_env_protocol_tool_call_and_bad_config(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="SWE_ROLLOUT_TIMEOUT"):
         swe_flags({"SWE_ROLLOUT_TIMEOUT": "soon"})
     assert swe_flags({}).swe_rollout_timeout == 0.0 == swe_flags({"SWE_ROLLOUT_TIMEOUT": "0"}).swe_rollout_timeout
+    with pytest.raises(TypeError, match="unknown settings \\['swe_step_limt'\\]"):
+        swe_flags({}, swe_step_limt=3)  # a misspelt setting is refused, not silently dropped
     assert parse_action(block("ls -la"), load_config().action_regex) == ("ls -la", ["ls -la"])
     with pytest.raises(ValueError):
         SweEnv("x", {"instance": {"problem_statement": "p"}})

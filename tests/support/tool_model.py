@@ -21,10 +21,11 @@ expected replies with a safe margin is trained further or fails the build loudly
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 from pathlib import Path
+
+from openclaw_rl.models import cache_root
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "openclaw-tool-session.jsonl"
 #: a real `openclaw agent exec` request (paths rewritten to the agent test's fixed work dir)
@@ -45,8 +46,7 @@ PLAIN_ASKS = ("hi there", "hi", "Hello there", "what time is it", "tell me a jok
 def _openclaw_pkg() -> str:
     """Where ``tests/openclaw_agent/install.sh`` puts the openclaw package (its paths appear in
     OpenClaw's prompt; the fixtures hold ``<OPENCLAW_PKG>`` instead)."""
-    root = Path(os.environ.get("OPENCLAW_RL_CACHE", Path.home() / ".cache" / "openclaw-rl"))
-    return str(root / "openclaw-node" / "openclaw" / "node_modules" / "openclaw")
+    return str(cache_root() / "openclaw-node" / "openclaw" / "node_modules" / "openclaw")
 
 
 def _load_exec_fixture(path: Path) -> dict:

@@ -66,7 +66,7 @@ def instances(items: list[tuple[str, str]]) -> list[dict]:
     """SWE-bench instances of ``(instance_id, problem statement)`` pairs, their repositories built
     on first use (module docstring); ``repo_path`` / ``image`` are absolute."""
     from openclaw_rl.envs.swe.convert import _git, instance
-    from openclaw_rl.envs.swe.data import cache_root
+    from openclaw_rl.models import cache_root
     from openclaw_rl.models import _atomic_build, _file_lock
 
     root = cache_root() / "swe"

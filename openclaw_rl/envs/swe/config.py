@@ -60,9 +60,15 @@ def swe_flags(environ=None, **given) -> SweFlags:
 
     Raises:
         slime.config.flags.ConfigError: a bad value (one line naming the variable).
+        TypeError: a keyword that is not a field of :class:`SweFlags`.
     """
-    values, _ = resolve_flags(flag_specs(SweFlags), {k: v for k, v in given.items() if v is not None}, environ)
+    specs = flag_specs(SweFlags)
+    unknown = sorted(set(given) - {s.name for s in specs})
+    if unknown:
+        raise TypeError(f"swe_flags() got unknown settings {unknown}; known: {sorted(s.name for s in specs)}")
+    values, _ = resolve_flags(specs, {k: v for k, v in given.items() if v is not None}, environ)
     return build_flags(SweFlags, values)
+
 
 SUBMIT_MARKER = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 DEFAULT_ACTION_REGEX = r"```mswea_bash_command\s*\n(.*?)\n```"  # mini-swe-agent's text-based models

@@ -29,13 +29,9 @@ from pathlib import Path
 
 from openclaw_rl.envs.swe import convert as convert_module
 from openclaw_rl.envs.swe.convert import FORMAT_VERSION, convert
+from openclaw_rl.models import cache_root
 
 ENV_TYPE = "swe"
-
-
-def cache_root() -> Path:
-    """``$OPENCLAW_RL_CACHE`` (default ``~/.cache/openclaw-rl``)."""
-    return Path(os.environ.get("OPENCLAW_RL_CACHE", Path.home() / ".cache" / "openclaw-rl"))
 
 
 def load_instances(path: str | Path, split: str | None = None) -> list[dict]:

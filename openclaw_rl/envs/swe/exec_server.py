@@ -40,6 +40,7 @@ from openclaw_rl.agentic.listen import add_port_file_flag, check_listen, port_nu
 from openclaw_rl.agentic.pool_server import OneLineParser, bearer_check, install_pool_error_handlers
 from openclaw_rl.envs.swe.containers import ContainerError, ContainerManager
 from openclaw_rl.envs.swe.docker_containers import DockerContainerManager
+from openclaw_rl.models import cache_root
 from openclaw_rl.server.errors import error_body
 
 log = logging.getLogger(__name__)
@@ -145,8 +146,6 @@ def create_app(manager: ContainerManager | DockerContainerManager, api_key: str 
 
 def default_image_roots() -> list[str]:
     """The image roots when ``--image-root`` is not given: the SWE data cache and ``SWE_BENCH_PATH``'s folder."""
-    from openclaw_rl.envs.swe.data import cache_root
-
     roots = [str(cache_root() / "swe")]
     bench = os.environ.get("SWE_BENCH_PATH")
     if bench:

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from openclaw_rl.envs.terminal import convert as convert_module
 from openclaw_rl.envs.terminal.convert import FORMAT_VERSION, convert
-from openclaw_rl.envs.terminal.wheel import WHEEL_ENV, cache_root, find_wheel, wheel_dirs  # noqa: F401 (re-exported)
+from openclaw_rl.envs.terminal.wheel import WHEEL_ENV, find_wheel, wheel_dirs  # noqa: F401 (re-exported)
+from openclaw_rl.models import cache_root
 
 def ensure_converted() -> Path:
     """The converted task folder, converting the wheel first if needed (locked; idempotent)."""

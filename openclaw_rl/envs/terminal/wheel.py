@@ -1,4 +1,4 @@
-"""The inspect-evals wheel the AgentBench OS tasks are converted from, and the cache root.
+"""The inspect-evals wheel the AgentBench OS tasks are converted from.
 
 ``make install`` downloads the wheel (``pip download --no-deps``) into
 ``<venv>/share/openclaw-rl/wheels``; ``$OPENCLAW_RL_INSPECT_EVALS_WHEEL`` points at another.
@@ -12,14 +12,11 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["WHEEL_ENV", "cache_root", "find_wheel", "wheel_dirs"]
+from openclaw_rl.models import cache_root
+
+__all__ = ["WHEEL_ENV", "find_wheel", "wheel_dirs"]
 
 WHEEL_ENV = "OPENCLAW_RL_INSPECT_EVALS_WHEEL"
-
-
-def cache_root() -> Path:
-    """``$OPENCLAW_RL_CACHE`` (default ``~/.cache/openclaw-rl``), as the model cache finds it."""
-    return Path(os.environ.get("OPENCLAW_RL_CACHE", Path.home() / ".cache" / "openclaw-rl"))
 
 
 def wheel_dirs() -> list[Path]:
