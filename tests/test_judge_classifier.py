@@ -196,6 +196,43 @@ def test_a_zero_exit_code_or_a_timeout_inside_a_log_line_is_data(result):
     assert tool_verdict(result, [_call("exec", command="x")], "Show the tail of the log.").verdict == 1
 
 
+_PYTEST_FAILS = ("tests/test_parse.py .F.                                [100%]\n\n=== FAILURES ===\n"
+                 ">       assert parse(\"2024-05-01\") == date(2024, 5, 1)\n"
+                 "E       AssertionError: assert None == datetime.date(2024, 5, 1)\n\n"
+                 "tests/test_parse.py:9: AssertionError\n=== short test summary info ===\n"
+                 "FAILED tests/test_parse.py::test_dates - AssertionError: assert None == datet...\n"
+                 "========================= 1 failed, 2 passed in 0.05s =========================")
+_FIX_HISTORY = [{"role": "user", "content": "Fix the bug in parse.py, the date test fails"},
+                {"role": "assistant", "content": None, "tool_calls": [_call("edit_file", path="parse.py", old="a", new="b")]},
+                {"role": "tool", "content": "edited parse.py"}]
+
+
+@pytest.mark.parametrize("result", [_PYTEST_FAILS, "FAILED (failures=1)", "Tests:       1 failed, 4 passed, 5 total",
+                                    "  2 passing (12ms)\n  1 failing", "test result: FAILED. 3 passed; 1 failed",
+                                    "--- FAIL: TestParse (0.00s)\nFAIL\texample.com/parse\t0.002s",
+                                    "Error: date format not recognised"])
+def test_after_a_fix_the_failures_its_check_prints_are_the_fixs(result):
+    """"Fix the bug" asks for a fix, not for error data: once the assistant edited, tests that still
+    fail (any runner's summary) or an error line is -1, though the request mentions a bug."""
+    run = [_call("bash", command="pytest -q tests/test_parse.py")]
+    assert tool_verdict(result, run, _FIX_HISTORY[0]["content"], _FIX_HISTORY).verdict == -1
+
+
+@pytest.mark.parametrize("request_text", ["Fix the bug in parse.py, the date test fails", "Run the tests.",
+                                          "Why does the date test fail? Show me the output."])
+def test_a_failing_test_run_before_any_change_is_data(request_text):
+    """Reproducing the failure before touching anything, or running the tests because the user
+    asked, returns what was asked for: the call worked."""
+    history = [{"role": "user", "content": request_text}]
+    assert tool_verdict(_PYTEST_FAILS, [_call("bash", command="pytest -q")], request_text, history).verdict == 1
+
+
+def test_passing_tests_after_a_fix_are_plus_one():
+    ok = "tests/test_parse.py ...                                [100%]\n=== 3 passed in 0.04s ==="
+    run = [_call("bash", command="pytest -q tests/test_parse.py")]
+    assert tool_verdict(ok, run, _FIX_HISTORY[0]["content"], _FIX_HISTORY).verdict == 1
+
+
 def test_overwriting_the_users_file_is_not_rewarded(judge):
     history = [{"role": "user", "content": "Summarise my homework.docx for me."},
                {"role": "assistant", "content": "", "tool_calls": [_call("read_file", path="homework.docx")]},

@@ -27,10 +27,15 @@ In order, the first rule that applies decides:
    Node.js stack frame, ``fatal:`` / ``error:`` opening the result; ``exit code N`` (N > 0, also
    ``Exit-Code N``, ``code de sortie N``, ``código de salida N``, ``退出码 N``); an
    ``HTTP/1.1 404`` status line or ``404 Not Found``; a timeout, segfault or refused connection;
+3a. **tests still fail after a fix** (``-1``): the user asked for a fix ("fix the bug", "make the
+   tests pass"), the assistant has changed state since that request, and the result is a test
+   runner's summary reporting failures (pytest, unittest, jest, mocha, cargo, go, rspec). Before
+   any change, running the tests to see the failure is data, and so is "run the tests";
 3b. error *words* ("error", "failed", "exception", "not found", "cannot") count only when the
    request and the call did not ask for such data, they are not inside log lines (``2024-05-01
    12:00 ERROR ...``, ``2024/05/01 12:00:00 [error] ...``, ``[ERROR] ...``, ``level=error``), and they are among the first two words of
-   the output's first or last line, or the output is one line of at most 8 words: a log the user
+   the output's first or last line, or the output is one line of at most 8 words (a request to fix
+   something asks for no error data once the assistant changed state for it): a log the user
    asked for, or a ticket titled "Fix error message", is data, not a failure; a JSON result's words
    never count (``{"error": null, ...}``): its fields decide (``ok`` / ``success`` false or
    ``"false"``, a ``status`` of ``fail``, an HTTP ``statusCode``);
@@ -51,7 +56,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-__all__ = ["ToolVerdict", "tool_verdict", "calls_since_last_change", "canonical_call", "earlier_calls",
+__all__ = ["ToolVerdict", "tool_verdict", "calls_since_last_change", "canonical_call", "changed_since_request", "earlier_calls",
            "earlier_results", "overwritten_path"]
 
 
@@ -253,6 +258,14 @@ _SOFT = re.compile(r"\b(error|errors|exception|failed|failure|fatal|not found|un
 _NO_ERRORS = re.compile(r"\b(0|no|zero|without) (errors?|failures?|failed|exceptions?)\b", re.I)
 _ASKS_ERRORS = re.compile(r"\b(errors?|fail\w*|exceptions?|warn\w*|log|logs|traceback|stack ?traces?|crash\w*|incidents?|bugs?|"
                           r"issues?)\b", re.I)
+#: a request to fix something: after the assistant changed state for it, failures are the fix's
+_ASKS_FIX = re.compile(r"\b(fix(es|ed|ing)?|repair\w*|resolve|solve|patch|make (it|them|this|the \w+( \w+)?) (pass|work)|"
+                       r"get (it|them|this|the \w+( \w+)?) (to )?(pass|work(ing)?))\b", re.I)
+#: a test runner's summary reporting failures (pytest, unittest, jest, mocha, cargo, go, rspec)
+_TEST_FAILURES = re.compile(
+    r"^=+ (.*, )?[1-9]\d* (failed|errors?)\b.* in [\d.]+s|^FAILED \S+::|^FAILED \((failures|errors)=[1-9]|"
+    r"^Tests:\s+[1-9]\d* failed\b|^\s*[1-9]\d* failing\b|^test result: FAILED\b|^--- FAIL: |^FAIL\s+\S|"
+    r"^\d+ examples?, [1-9]\d* failures?\b", re.I | re.M)
 _PENDING = re.compile(
     r"\b(state|status)\"?\s*[:=]\s*\"?(queued|pending|running|in[_ ]progress|scheduled|processing|starting|waiting\w*)\b|"
     r"^\s*(queued|pending|scheduled)\b|^\s*running\b(?! \d+ tests?\b)|\b(has been|is|was) (queued|scheduled)\b|\bin progress\b|"
@@ -263,6 +276,15 @@ _PENDING = re.compile(
     r"(?-i:\b[A-Z]+(_[A-Z]+)*_(IN_PROGRESS|PENDING)(_[A-Z]+)*\b|\bPENDING_[A-Z_]+\b)|"
     r"\bwaiting for .{1,80}\bto (finish|complete|become ready)\b", re.I)
 _TOOL_MARK = re.compile(r"^\s*\[tool[^\]\n]*\]\s*", re.I)
+
+
+def changed_since_request(history: Sequence[Mapping] | None) -> bool:
+    """Whether the assistant made a state-changing call (:func:`_changes_state`) after the user's
+    last message in ``history``: what it runs next checks its own change."""
+    messages = [m for m in history or [] if isinstance(m, Mapping)]
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    return any(_changes_state(c) for m in messages[last_user + 1:] if m.get("role") == "assistant"
+               for c in m.get("tool_calls") or [])
 
 
 def _json_error(text: str, asked_for_errors: bool = False) -> str | None:
@@ -352,7 +374,12 @@ def tool_verdict(next_state: str | None, tool_calls=None, request: str | None = 
         return None
     text = _TOOL_MARK.sub("", next_state or "")
     call_args = " ".join(json.dumps(_args(c), ensure_ascii=False) for c in tool_calls or [])
-    asked = bool(_ASKS_ERRORS.search(f"{request or ''} {call_args}"))
+    checking_a_fix = bool(_ASKS_FIX.search(request or "")) and changed_since_request(history)
+    if checking_a_fix and _TEST_FAILURES.search(text):
+        return ToolVerdict(-1, "tool error: tests still fail after the change")
+    # "fix the bug" asks for a fix, not for error data: once the assistant changed something, the
+    # errors its check prints are the fix's (the call's own arguments may still ask: grep ERROR)
+    asked = bool(_ASKS_ERRORS.search(call_args)) or (bool(_ASKS_ERRORS.search(request or "")) and not checking_a_fix)
     reason = _structural_error(text, asked)
     if reason:
         return ToolVerdict(-1, f"tool error: {reason}")
