@@ -233,6 +233,37 @@ def test_passing_tests_after_a_fix_are_plus_one():
     assert tool_verdict(ok, run, _FIX_HISTORY[0]["content"], _FIX_HISTORY).verdict == 1
 
 
+@pytest.mark.parametrize("result", [
+    "app.rb:3:in `divide': divided by 0 (ZeroDivisionError)\n\tfrom app.rb:7:in `<main>'",
+    "undefined method `name' for nil:NilClass (NoMethodError)",
+    "** (ArithmeticError) bad argument in arithmetic expression\n    :erlang./(1, 0)",
+    "Get-Item : Cannot find path 'C:\\nope' because it does not exist.\nAt line:1 char:1\n+ Get-Item C:\\nope\n"
+    "    + CategoryInfo          : ObjectNotFound: (C:\\nope:String) [Get-Item], ItemNotFoundException",
+    "Invoke-WebRequest: Response status code does not indicate success: 503 (Service Unavailable).",
+])
+def test_ruby_elixir_and_powershell_errors_are_failures(result):
+    assert tool_verdict(result, [_call("exec", command="x")], "Run it.").verdict == -1
+
+
+@pytest.mark.parametrize("result", [
+    "Dec  5 09:15:20 web1 sshd[812]: error: maximum authentication attempts exceeded for root\n"
+    "Dec  5 09:15:22 web1 sshd[812]: Disconnecting authenticating user root",
+    "HTTP/1.1 200 OK\nContent-Type: application/json\nSet-Cookie: sid=1\n\n{\"items\": []}",
+])
+def test_syslog_lines_and_response_headers_are_data(result):
+    assert tool_verdict(result, [_call("exec", command="x")], "Show me what the server sent.").verdict == 1
+
+
+@pytest.mark.parametrize("command", ["sed -i 's/TODO/DONE/' notes.md", "perl -pi -e 's/TODO/DONE/' notes.md",
+                                     "sed -i.bak -e 's/a/b/' notes.md"])
+def test_an_in_place_edit_of_a_file_the_user_only_asked_to_read_is_an_overwrite(command):
+    read = "What does notes.md say?"
+    assert tool_verdict("", [_call("bash", command=command)], read, [{"role": "user", "content": read}]).verdict == -1
+    asked = "Mark every TODO in notes.md as DONE"
+    assert tool_verdict("", [_call("bash", command=command)], asked, [{"role": "user", "content": asked}]).verdict == 1
+    assert tool_verdict("# notes", [_call("bash", command="sed -n '1,5p' notes.md")], read).verdict == 1
+
+
 def test_overwriting_the_users_file_is_not_rewarded(judge):
     history = [{"role": "user", "content": "Summarise my homework.docx for me."},
                {"role": "assistant", "content": "", "tool_calls": [_call("read_file", path="homework.docx")]},

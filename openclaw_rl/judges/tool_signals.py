@@ -180,12 +180,36 @@ def _write_targets(call: Any) -> list[str]:
                 targets.append(words[i + 1])
             if w in ("cp", "mv") and len(words) > i + 2:
                 targets.append(words[-1])
+            if w in ("sed", "perl"):
+                targets += _in_place_files(words[i + 1:])
     return [t for t in targets if t and not t.startswith("/dev/")]
+
+
+def _in_place_files(words: list[str]) -> list[str]:
+    """The files ``sed -i`` / ``perl -pi -e`` edits in place, from the words after the command (up
+    to a shell separator); none without an in-place option."""
+    out, script_seen, takes_script, in_place = [], False, False, False
+    for w in words:
+        if w in (";", "&&", "||", "|") or w.endswith(";"):
+            break
+        if takes_script:
+            script_seen, takes_script = True, False
+        elif w.startswith("-"):
+            in_place = in_place or w == "--in-place" or (w[1:2] != "-" and "i" in w[1:])
+            takes_script = w in ("-e", "--expression") or (w[1:2] != "-" and w.endswith("e"))
+        elif not script_seen:
+            script_seen = True
+        else:
+            out.append(w)
+    return out if in_place else []
 
 
 _EDIT_VERBS = re.compile(r"\b(writ\w*|sav\w*|overwrit\w*|replac\w*|updat\w*|edit\w*|fix\w*|chang\w*|modif\w*|"
                          r"rewrit\w*|put|append\w*|add\w*|stor\w*|creat\w*|renam\w*|mov\w*|copy|cop\w*|refactor\w*|"
                          r"correct\w*|clean\w*|format\w*|generat\w*|export\w*|produc\w*|dump\w*|output\w*|render\w*|"
+                         r"mark\w*|set|insert\w*|remov\w*|delet\w*|drop\w*|strip\w*|bump\w*|increment\w*|"
+                         r"(un)?comment\w*|toggl\w*|enabl\w*|disabl\w*|switch\w*|swap\w*|turn\w*|convert\w*|"
+                         r"substitut\w*|patch\w*|apply|sort\w*|dedup\w*|lowercas\w*|uppercas\w*|tidy|"
                          r"new file|schreib\w*|erstell\w*|speicher\w*|écri\w*|enregistr\w*|escrib\w*|guard\w*|"
                          r"写|保存|创建|生成)", re.I)
 #: advice about a file, not a request to change it: "suggest fixes", "point out changes", "list improvements"
@@ -230,7 +254,7 @@ def overwritten_path(tool_calls, next_state: str, request: str | None,
 
 
 # -------------------------------------------------------------------------------- error structure
-_LOG_LINE = re.compile(r"^\s*(\[?\d{4}[-/.]\d\d[-/.]\d\d|\[?\d\d:\d\d:\d\d|\[?(info|warn|warning|error|err|debug|trace|fatal|"
+_LOG_LINE = re.compile(r"^\s*(\[?\d{4}[-/.]\d\d[-/.]\d\d|\[?\d\d:\d\d:\d\d|[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d\b|\[?(info|warn|warning|error|err|debug|trace|fatal|"
                        r"critical|notice)\]|.*\blevel=(error|warn|warning|info|debug))", re.I)
 _HARD_LINE = re.compile(
     r"traceback \(most recent call last\)|^\s*(\w+\.)*\w*(error|exception)\b: |command not found|"
@@ -243,7 +267,13 @@ _HARD_LINE = re.compile(
     r"permission non accordée|aucun fichier ou dossier de ce type|orden no encontrada|comando no encontrado|"
     r"permiso denegado|no existe el archivo o el directorio|未找到命令|权限不够|没有那个文件或目录|"
     # a JavaScript / Node stack: "    at Module._load (node:internal/modules/cjs/loader:1080:15)"
-    r"^\s+at \S.*\(?(node:|file:|/|[a-z]:\\)\S*:\d+:\d+\)?\s*$|^node:internal/", re.I)
+    r"^\s+at \S.*\(?(node:|file:|/|[a-z]:\\)\S*:\d+:\d+\)?\s*$|^node:internal/|"
+    # Ruby ("app.rb:3:in `divide': divided by 0 (ZeroDivisionError)", "from app.rb:7:in `<main>'"),
+    # Elixir ("** (ArithmeticError) bad argument") and PowerShell ("+ CategoryInfo : ...", "At line:1
+    # char:1", PowerShell 7's "Get-Item: Cannot find path ...")
+    r"\((\w+::)*\w*(error|exception)\)\s*$|^\s*(from )?\S+\.rb:\d+:in [`']|^\*\* \([A-Z]\w*(\.\w+)*\) |"
+    r"^\s*\+ (CategoryInfo|FullyQualifiedErrorId)\s*: |^At line:\d+ char:\d+|"
+    r"(?-i:^(Get|New|Remove|Invoke|Start|Stop|Copy|Move|Import|Test|Resolve|Join|Convert\w*)-[A-Z]\w+ ?: )", re.I)
 _EXIT = re.compile(r"\b(?:exit(?:ed)?(?: with)?(?:[ _-]?code| status)?|return ?code|returncode|exit_code|exitcode|"
                    r"code de (?:sortie|retour)|c[oó]digo de (?:salida|retorno)|r[üu]ckgabe(?:wert|code)|exit-?status|"
                    r"退出(?:码|代码|状态))[\"' :=：]*(?P<code>-?\d+)\b|non-zero exit status (?P<status>\d+)|"
@@ -287,11 +317,16 @@ def changed_since_request(history: Sequence[Mapping] | None) -> bool:
                for c in m.get("tool_calls") or [])
 
 
-def _json_error(text: str, asked_for_errors: bool = False) -> str | None:
+def _parse_json(text: str) -> Any:
+    """The JSON object or array ``text`` holds, else None (plain output)."""
     try:
         obj = json.loads(text)
     except (json.JSONDecodeError, ValueError):
         return None
+    return obj if isinstance(obj, (Mapping, list)) else None
+
+
+def _json_error(obj: Any, asked_for_errors: bool = False) -> str | None:
     if not isinstance(obj, Mapping):
         return None
     low = {str(k).lower(): v for k, v in obj.items()}
@@ -312,15 +347,9 @@ def _json_error(text: str, asked_for_errors: bool = False) -> str | None:
     return None
 
 
-def _is_json(text: str) -> bool:
-    try:
-        return isinstance(json.loads(text), (Mapping, list))
-    except (json.JSONDecodeError, ValueError):
-        return False
-
-
 def _structural_error(text: str, asked_for_errors: bool) -> str | None:
-    reason = _json_error(text.strip(), asked_for_errors)
+    parsed = _parse_json(text.strip())
+    reason = _json_error(parsed, asked_for_errors)
     if reason:
         return reason
     for m in _EXIT.finditer(text):
@@ -340,7 +369,7 @@ def _structural_error(text: str, asked_for_errors: bool) -> str | None:
         return "timeout"
     # an error word in the first two words of the first / last line, or a short output; a JSON
     # result's words are data ({"error": null, ...}): its structure decided above
-    if not asked_for_errors and not _is_json(text.strip()):
+    if not asked_for_errors and parsed is None:
         short = len(data_lines) == 1 and len(data_lines[0].split()) <= 8
         for ln in data_lines[:1] + data_lines[-1:]:
             hit = _SOFT.search(ln)
