@@ -33,7 +33,7 @@ if __package__ in (None, ""):  # `python slime/train.py`: the repository, not sl
 
 from slime.orchestration.actor_death import ActorDied, actor_death_line  # noqa: E402
 from slime.config.arguments import ConfigError  # noqa: E402
-from slime.trainer.checkpoint import resume_point  # noqa: E402
+from slime.trainer.checkpoint import resume_point, resume_step  # noqa: E402
 from slime.errors import one_line, root_cause_line  # noqa: E402,F401 (part of this module's API)
 from slime.methods.registry import load_method_class  # noqa: E402
 from slime.orchestration.monitor import MetricsLogger  # noqa: E402
@@ -126,19 +126,26 @@ def run_loop(cfg, logger: MetricsLogger | None = None) -> dict:
     init_ray()
     method = load_method_class(cfg.advantage_estimator)(cfg)  # lives for the whole run
     logger = logger or MetricsLogger(cfg.log_dir)
-    trainer = TrainGroup(cfg)
-    resume_step = trainer.resume()
-    manager = RolloutManager.options(**rollout_manager_options(cfg)).remote(cfg, resume_step)
-    start = resume_step or 0
+    # the train ranks (asked for first, so they get their GPUs first) and the rollout manager start
+    # together: each loads the model, and neither needs the other until the first rollout
+    trainer = TrainGroup(cfg, wait=False)
+    resumed_at = resume_step(cfg.resume_from_checkpoint)
+    manager = RolloutManager.options(**rollout_manager_options(cfg)).remote(cfg, resumed_at)
+    start = resumed_at or 0
     summary = {"steps": 0, "versions_published": 0, "samples_trained": 0, "start_step": start}
     working_step = start + 1
     t0 = time.time()
     try:
-        publisher = Publisher(trainer, manager, served=None if resume_step else 0,
+        trainer.wait_ready()
+        loaded = trainer.resume()
+        if loaded != resumed_at:
+            raise RuntimeError(f"--resume-from-checkpoint {cfg.resume_from_checkpoint}: the train actors loaded step "
+                               f"{loaded}, its trainer_state.json says {resumed_at}")
+        publisher = Publisher(trainer, manager, served=None if resumed_at else 0,
                               gate=PromotionGate(cfg.promotion_gate, GateThresholds(
                                   cfg.gate_logprob_margin, cfg.gate_max_nll_rise, cfg.gate_max_new_problems)),
                               on_gate_failure=GateFailureAction(cfg.on_gate_failure))
-        if resume_step is not None:  # serve the resumed weights: new turns and staleness count from them
+        if resumed_at is not None:  # serve the resumed weights: new turns and staleness count from them
             publisher.publish()
             summary["resumed_weight_version"] = trainer.weight_version()
         pending = manager.generate.remote(start)

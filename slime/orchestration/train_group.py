@@ -39,13 +39,16 @@ class TrainGroup:
 
     Args:
         cfg: the run's SlimeConfig.
+        wait: block until every rank is set up (default). With ``False`` the ranks start in the
+            background and :meth:`wait_ready` waits for them, so the caller can start other actors
+            (the rollout manager, whose engines load the model too) in the meantime.
 
     Raises:
         RuntimeError: the cluster has GPUs, but fewer than the ranks need (one line).
         Whatever :meth:`slime.orchestration.ray_actors.TrainActor.setup` raises (a bad model path, ...).
     """
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, wait: bool = True):
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
@@ -66,8 +69,20 @@ class TrainGroup:
                 self.placement_group, placement_group_bundle_index=rank)} for rank in range(n)]
         self.actors = [TrainActor.options(**options[rank]).remote(cfg, rank, n) for rank in range(n)]
         address = ray.get(self.actors[0].address.remote()) if n > 1 else None
-        ray.get([actor.setup.remote(address) for actor in self.actors])
-        log.info("%d train actor(s) ready: %s", n, self.placements())
+        self._setup = [actor.setup.remote(address) for actor in self.actors]
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self) -> None:
+        """Block until every rank is set up (once; later calls return at once).
+
+        Raises:
+            Whatever :meth:`slime.orchestration.ray_actors.TrainActor.setup` raised on a rank.
+        """
+        if self._setup:
+            ray.get(self._setup)
+            self._setup = []
+            log.info("%d train actor(s) ready: %s", self.world_size, self.placements())
 
     def _all(self, method: str, *args: Any) -> Any:
         """Call ``method`` on every rank with ``args``; rank 0's result."""

@@ -45,6 +45,7 @@ __all__ = [
     "find_latest_checkpoint",
     "resolve_checkpoint_dir",
     "resume_point",
+    "resume_step",
     "load_checkpoint",
     "checkpoint_model_state",
     "restore_rng_state",
@@ -266,6 +267,22 @@ def resume_point(path: str | os.PathLike) -> Path | None:
         if (Path(path) / RUN_CONFIG).is_file():
             return None
         raise
+
+
+def resume_step(path: str | os.PathLike | None) -> int | None:
+    """The step a run with ``--resume-from-checkpoint path`` resumes at, read from disk (no
+    weights loaded): None without a path, 0 for a save folder that holds no checkpoint yet
+    (:func:`resume_point`), else the step in the checkpoint's ``trainer_state.json``.
+
+    Raises:
+        FileNotFoundError: ``path`` is neither a checkpoint nor a save folder (names the path).
+    """
+    if not path:
+        return None
+    found = resume_point(path)
+    if found is None:
+        return 0
+    return int(TrainerState.from_json((found / STATE_FILE).read_text()).step)
 
 
 def _load_safetensors_dir(ckpt: Path) -> dict[str, torch.Tensor]:

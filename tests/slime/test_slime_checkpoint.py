@@ -9,7 +9,8 @@ import os
 import pytest
 import torch
 
-from slime.trainer.checkpoint import TrainerState, find_latest_checkpoint, load_checkpoint, save_checkpoint
+from slime.trainer.checkpoint import (RUN_CONFIG, STATE_FILE, TrainerState, find_latest_checkpoint, load_checkpoint,
+                                     resume_step, save_checkpoint)
 
 
 def _train_step(model, optimizer, seed):
@@ -149,3 +150,20 @@ def test_lora_adapter_mismatch_raises(tmp_path, make_tiny_model):
     wider = get_peft_model(make_tiny_model(), LoraConfig(r=4, target_modules=["q_proj", "v_proj"]))
     with pytest.raises(ValueError, match="lacks LoRA weights"):
         load_checkpoint(tmp_path, wider)
+
+
+def test_resume_step_is_read_from_disk_as_the_train_actor_loads_it(tmp_path):
+    """The driver starts the rollout manager with the step a resumed run continues from before the
+    train actors have loaded anything: no path -> None, a save folder without a checkpoint -> 0,
+    a save folder or a checkpoint folder -> that checkpoint's step; anything else is refused."""
+    assert resume_step(None) is None and resume_step("") is None
+    save = tmp_path / "save"
+    save.mkdir()
+    (save / RUN_CONFIG).write_text("{}")
+    assert resume_step(save) == 0
+    ckpt = save / "checkpoint-7"
+    ckpt.mkdir()
+    (ckpt / STATE_FILE).write_text(TrainerState(step=7, weight_version=3).to_json())
+    assert resume_step(save) == 7 == resume_step(ckpt)
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        resume_step(tmp_path / "nowhere")
