@@ -71,4 +71,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+    return [*__all__, *(name for name in sorted(globals()) if name.startswith("__"))]

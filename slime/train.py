@@ -47,6 +47,7 @@ from slime.plugins.rollout import rollout_choice  # noqa: E402
 from slime.config.run_args import parse_run_args, with_absolute_paths  # noqa: E402
 from slime.orchestration.services import load_service_class  # noqa: E402
 from slime.orchestration.train_group import TrainGroup  # noqa: E402
+from slime.trainer.models import check_model_path  # noqa: E402
 
 log = logging.getLogger("slime.train")
 
@@ -60,9 +61,11 @@ def check_run(cfg) -> list[str]:
         One line per plugin in use (what was loaded, in which convention).
 
     Raises:
-        ConfigError / ValueError: a bad flag or combination (one-line message).
+        ConfigError / ValueError: a bad flag or combination, a ``--model-path`` that names no model
+            (one-line message).
         slime.plugins.loader.PluginError: a plugin, method or service that does not load or check.
     """
+    check_model_path(cfg.model_path)
     service_cls = load_service_class(cfg.rollout_service)
     for warning in service_cls.check(cfg):
         log.warning("%s", warning)

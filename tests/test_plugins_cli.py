@@ -35,6 +35,21 @@ def _write(path: Path, body: str) -> str:
     return str(path)
 
 
+@pytest.mark.parametrize("model_path, expected", [
+    ("/nonexistent", "no such folder"), ("builtin:nosuch", "unknown built-in model"),
+    ("./", "not a model folder"),
+])
+def test_a_model_path_that_names_no_model_fails_before_ray_starts(tmp_path, model_path, expected):
+    """One line and exit 2 in seconds, and nothing written where it ran (it took 45 s, a Ray abort
+    dump and Hugging Face's 'Repo id must use alphanumeric chars' before)."""
+    r = _train("--model-path", model_path, cwd=tmp_path, timeout=60)
+    assert r.returncode == 2, r.stderr[-3000:]
+    line = _error_line(r.stderr)
+    shown = str(tmp_path) if model_path == "./" else model_path  # a path flag is made absolute first
+    assert f"--model-path {shown}: " in line and expected in line, line
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_bad_plugins_fail_at_start_up_with_one_line(tmp_path):
     loss_float = _write(tmp_path / "loss_float.py", """
         def compute_loss(policy_logits, reference_logits, rewards, advantages, config):

@@ -123,8 +123,9 @@ class SlimeConfig:
     loss_type: Literal["policy_loss", "custom_loss"] | None = flag(
         None, "policy_loss: the PPO loss (or the method's own); custom_loss: --custom-loss-function-path",
         group="loss", default_text="custom_loss with --custom-loss-function-path, else policy_loss")
-    advantage_estimator: str | None = flag(None, "the method: a registered name (see 'methods' below) or "
-                                           "path/to/method.py:Class (a slime.methods.Method)", group="loss",
+    advantage_estimator: str | None = flag(None, "the method: a registered name (grpo, broadcast, passthrough, step_wise, and those "
+                                           "installed packages register: opd, combine) or path/to/method.py:Class "
+                                           "(a slime.methods.Method)", group="loss",
                                            metavar="NAME|FILE.py:Class", path="plugin",
                                            default_text="grpo with --n-samples-per-prompt >= 2, else broadcast "
                                            "(the reward as every token's advantage, as slime's grpo with "

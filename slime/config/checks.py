@@ -17,7 +17,7 @@ from slime.plugins.specs import PLUGIN_SPEC_FLAGS, is_plugin_spec
 
 __all__ = ["KL_LOSS_TYPES", "LOSS_TYPES", "PLUGIN_SPEC_FLAGS", "check_core", "is_plugin_spec"]
 
-#: the ``--kl-loss-type`` estimators (:func:`slime.algorithms.losses.kl_penalty`)
+#: the ``--kl-loss-type`` estimators (:func:`slime.algorithms.losses.kl_estimate`)
 KL_LOSS_TYPES = ("k1", "k2", "k3", "low_var_kl")
 #: the ``--loss-type`` values
 LOSS_TYPES = ("policy_loss", "custom_loss")

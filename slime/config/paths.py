@@ -88,7 +88,7 @@ def absolute_paths(cfg: Any, section_specs: Iterable[tuple[str, Iterable[FlagSpe
     Args:
         cfg: the parsed config.
         section_specs: ``(section key, flag specs)`` of its sections (the method's and the
-            rollout service's flags), see :func:`slime.config.run_args.run_path_specs`.
+            rollout service's flags), see :func:`slime.config.run_args.run_sections`.
         cwd: the caller's directory (default :func:`caller_cwd`).
 
     Returns:

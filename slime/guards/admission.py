@@ -228,7 +228,7 @@ def admit(samples: Sequence[Sample], policy: AdmissionPolicy, backend: Any = Non
                     s.advantages = [0.0] * s.response_length
                 counts["truncated_masked"] += 1
         if tokenizer is not None and s.response_length:
-            problems = reply_problems(s.response_tokens, tokenizer, control)
+            problems = reply_problems(s.response_tokens, tokenizer, control, s.loss_mask)
             if problems:
                 _count_degenerate(s, i, problems, policy, counts)
             if (policy.rejected_repeat_credit == "onset" and s.reward is not None and s.reward < 0

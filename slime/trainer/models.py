@@ -14,7 +14,7 @@ from typing import Any
 
 from slime.plugins.registry import MODEL_RESOLVERS, entry_names, load_entry
 
-__all__ = ["load_model", "load_tokenizer", "resolve_model_path"]
+__all__ = ["check_model_path", "load_model", "load_tokenizer", "resolve_model_path"]
 
 
 def resolve_model_path(model_path: str | os.PathLike) -> str:
@@ -28,6 +28,31 @@ def resolve_model_path(model_path: str | os.PathLike) -> str:
     if sep and scheme in entry_names(MODEL_RESOLVERS) and not Path(text).exists():
         return str(load_entry(MODEL_RESOLVERS, scheme)(text))
     return text
+
+
+def check_model_path(model_path: str | os.PathLike) -> str:
+    """Resolve ``--model-path`` before anything starts; returns the folder (or hub id).
+
+    A registered scheme's name is resolved (a built-in model is prepared once and cached, so the
+    actors find it ready); a local path must be a model folder (``config.json``) or a LoRA
+    checkpoint (``adapter_config.json``). A Hugging Face hub id (``org/name``, not a path) is left
+    to ``from_pretrained``.
+
+    Raises:
+        ValueError: one line naming the flag and what is wrong (whatever the resolver raised for
+            a name it does not know, a path that does not exist or holds no model).
+    """
+    text = str(model_path)
+    try:
+        folder = resolve_model_path(text)
+    except (ValueError, OSError) as exc:
+        raise ValueError(f"--model-path {text}: {exc}") from None
+    path = Path(folder).expanduser()
+    looks_local = path.is_absolute() or text.startswith((".", "~")) or path.exists()
+    if looks_local and not ((path / "config.json").is_file() or (path / "adapter_config.json").is_file()):
+        what = "no such folder" if not path.exists() else "not a model folder (no config.json or adapter_config.json)"
+        raise ValueError(f"--model-path {text}: {what}")
+    return str(folder)
 
 
 def load_tokenizer(model_path: str | os.PathLike) -> Any:

@@ -65,6 +65,27 @@ def test_control_tokens_inside_a_reply_and_ids_outside_the_vocabulary_are_garbag
     assert reply_problems(tool + [im_end], tokenizer) == {}  # tool-call markup is not garbage
 
 
+def test_an_agent_episode_is_read_turn_by_turn_on_the_policys_tokens(tokenizer):
+    """An episode's response is the policy's turns with the environment's tokens between them
+    (loss_mask 0): each turn may end on <|im_end|>, and a tool result's text is not the policy's.
+    Before this, every multi-turn episode was masked as garbage (<|im_end|> inside the reply)."""
+    im_start = tokenizer.convert_tokens_to_ids("<|im_start|>")
+    im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    call = tokenizer.encode('<tool_call>{"name": "ls"}</tool_call>', add_special_tokens=False) + [im_end]
+    tool = tokenizer.encode("\n", add_special_tokens=False) + [im_start] + tokenizer.encode(
+        "tool\nthe egg the egg the egg the egg the egg the egg", add_special_tokens=False) + [im_end]
+    answer = tokenizer.encode(HEALTHY, add_special_tokens=False) + [im_end]
+    ids = call + tool + answer
+    mask = [1] * len(call) + [0] * len(tool) + [1] * len(answer)
+    assert reply_problems(ids, tokenizer, loss_mask=mask) == {}
+    assert GARBAGE_TOKENS in reply_problems(ids, tokenizer)  # read as one reply, it would be garbage
+    bad = call + tool + answer[:2] + [im_start] + answer[2:]
+    assert "<|im_start|>" in reply_problems(bad, tokenizer, loss_mask=mask + [1])[GARBAGE_TOKENS]
+    loop = tokenizer.encode(DEGENERATE["repetition_loop"], add_special_tokens=False) + [im_end]
+    assert "repetition_loop" in reply_problems(call + tool + loop, tokenizer,
+                                               loss_mask=[1] * len(call) + [0] * len(tool) + [1] * len(loop))
+
+
 def test_a_degenerate_sample_gets_no_loss_and_is_counted_and_named(tokenizer, caplog):
     samples = [_sample(tokenizer, HEALTHY, "good-turn")] + [
         _sample(tokenizer, text, f"bad-{name}") for name, text in sorted(DEGENERATE.items())]

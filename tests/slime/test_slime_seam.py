@@ -279,7 +279,8 @@ def test_slime_has_no_import_circle_and_no_import_in_a_function_body():
 
 @pytest.mark.parametrize("old, new", [("slime.sample", "slime.record.sample"), ("slime.flags", "slime.config.flags"),
                                       ("slime.advantages", "slime.algorithms.advantages"),
-                                      ("slime.losses", "slime.algorithms.losses")])
+                                      ("slime.losses", "slime.algorithms.losses"), ("slime.hooks", "slime.plugins.hooks"),
+                                      ("slime.models", "slime.trainer.models")])
 def test_the_import_paths_plugins_used_before_the_split_give_the_same_objects(old, new):
     """A plugin written against ``from slime.sample import Sample`` (docs before the subpackages)
     gets the very classes the core uses, so ``isinstance`` checks and signatures still hold."""
@@ -297,3 +298,13 @@ def test_importing_slime_or_its_config_does_not_import_torch():
             "assert sorted(slime.__all__) == slime.__all__ and set(slime.__all__) <= set(dir(slime))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def test_the_plugin_loaders_names_still_import_from_slime_plugins():
+    """``slime.plugins`` was the loader module; it is now the package, and still gives its names."""
+    from slime.plugins import PluginError, load_function
+    from slime.plugins import loader
+
+    assert PluginError is loader.PluginError and load_function is loader.load_function
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        importlib.import_module("slime.plugins").nope
