@@ -8,6 +8,9 @@ STAMP := $(VENV)/.installed
 # tests run in a private network namespace so Ray and servers stay on loopback
 NETNS := unshare -n sh -c 'ip link set lo up; exec "$$0" "$$@"'
 PYTEST_ARGS ?=
+# pytest-xdist workers of make test: one more than the CPUs, as its tests spend much of their time
+# waiting on servers, Ray jobs and subprocesses (README, "Set up")
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 # make run METHOD=rl|opd|combine (Combine is the recommended default)
 METHOD ?= combine
 
@@ -66,7 +69,7 @@ test: install
 	bash tests/openclaw_agent/install.sh example examples/typescript >/dev/null
 	$(PY) -m tests.support.build_models
 	OPENCLAW_TEST_PYTHON=$(abspath $(PY)) $(NETNS) $(PY) -m pytest -q -p no:cacheprovider --durations=15 \
-	  --tx 2*popen//python=tests/support/netns_python --dist load -m "not exhaustive and not vllm" $(PYTEST_ARGS)
+	  --tx $(TEST_WORKERS)*popen//python=tests/support/netns_python --dist load -m "not exhaustive and not vllm" $(PYTEST_ARGS)
 
 # every item of the data sets checked (e.g. each AgentBench training task's known-good and wrong answers)
 test-exhaustive: install
