@@ -251,25 +251,26 @@ def _interrupt_on_sigterm() -> None:
         pass
 
 
-def main(argv: list[str] | None = None) -> int:
-    """CLI entry point; returns the exit code (2 on a configuration error).
+def main(argv: list[str] | None = None, prog: str = "slime/train.py") -> int:
+    """CLI entry point; returns the exit code (2 on a configuration error). ``prog`` names the
+    script in usage and error lines (``slime/train_async.py`` when run as that).
 
     Every path flag is made absolute against the caller's directory before anything starts
     (:func:`slime.config.run_args.with_absolute_paths`), so the actors, the server the rollout service
     starts and a Ray job's copy of the repository all read and write where the caller meant."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        cfg = with_absolute_paths(parse_run_args(argv))  # once, against the caller's directory
+        cfg = with_absolute_paths(parse_run_args(argv, prog=prog))  # once, against the caller's directory
         for line in check_run(cfg):  # a bad flag or plugin fails here, before Ray starts
             log.info("plugin %s", line)
     except ValueError as exc:  # ConfigError and PluginError are ValueErrors
-        print(f"slime/train.py: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     _interrupt_on_sigterm()
     try:
         summary = run_loop(cfg)
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM from `ray job stop`: run_loop shut the service down
-        print("slime/train.py: stopped; the rollout service (server, judges) was shut down", file=sys.stderr)
+        print(f"{prog}: stopped; the rollout service (server, judges) was shut down", file=sys.stderr)
         return 130
     except Exception as exc:  # one line naming the cause; the full traceback goes to a file
         message = plugin_error_message(exc)  # already names the plugin and what it did
@@ -282,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
                 message += f" (traceback: {where})"
             except OSError:
                 pass
-        print(f"slime/train.py: error: {message}", file=sys.stderr)
+        print(f"{prog}: error: {message}", file=sys.stderr)
         return 1
     print(json.dumps(summary, indent=2, default=str))
     return 0

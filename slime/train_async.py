@@ -13,4 +13,4 @@ from slime.train import main  # noqa: E402
 
 if __name__ == "__main__":
     argv = sys.argv[1:]
-    sys.exit(main(argv if "--async-train" in argv else [*argv, "--async-train"]))
+    sys.exit(main(argv if "--async-train" in argv else [*argv, "--async-train"], prog="slime/train_async.py"))

@@ -71,15 +71,17 @@ def _service_extra_sections(service_cls: type) -> list[FlagSection]:
 
 
 def parse_run_args(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None = None,
-                   allow_unknown: bool = False) -> SlimeConfig:
-    """Parse a training run's command line (module docstring) into a :class:`SlimeConfig`.
+                   allow_unknown: bool = False, prog: str = "slime/train.py") -> SlimeConfig:
+    """Parse a training run's command line (module docstring) into a :class:`SlimeConfig`
+    (``prog``: the program name in usage and error messages).
 
     Raises:
         ConfigError: a bad flag, value, environment value or combination (one line).
         slime.plugins.loader.PluginError: a method or service file that does not load.
     """
     method_spec, service_spec = _peek(argv)
-    return parse_args(argv, run_sections(method_spec, service_spec), environ=environ, allow_unknown=allow_unknown)
+    return parse_args(argv, run_sections(method_spec, service_spec), environ=environ, allow_unknown=allow_unknown,
+                      prog=prog)
 
 
 def with_absolute_paths(cfg: SlimeConfig, cwd=None) -> SlimeConfig:

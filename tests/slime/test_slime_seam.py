@@ -308,3 +308,14 @@ def test_the_plugin_loaders_names_still_import_from_slime_plugins():
     assert PluginError is loader.PluginError and load_function is loader.load_function
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         importlib.import_module("slime.plugins").nope
+
+
+def test_train_async_names_itself_in_usage_and_errors():
+    """``python slime/train_async.py`` is ``slime/train.py --async-train``; its help and its one-line
+    errors name the script that was run."""
+    r = subprocess.run([sys.executable, str(SLIME / "train_async.py"), "--help"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and r.stdout.startswith("usage: slime/train_async.py"), r.stderr
+    r = subprocess.run([sys.executable, str(SLIME / "train_async.py"), "--lr", "abc"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.strip().splitlines()[-1].startswith("slime/train_async.py: error: "), r.stderr
