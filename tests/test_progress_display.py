@@ -51,6 +51,10 @@ def test_the_collapse_guard_says_what_it_did():
     lines = step_line({**skipped, "step": 2, "guard/event": event}, 4, None, 1.0).splitlines()
     assert lines[1] == "  " + event
     assert "\n" not in step_line({"step": 3, "guard/skipped": 0.0}, 4, None, 1.0)
+    clipped = {"step": 4, "guard/skipped": 0.0, "guard/clipped": 1.0, "guard/clip_scale": 0.573,
+               "guard/spike_grad_norm": 1.0, "guard/spike_value": 79.76, "guard/spike_baseline": 9.138}
+    assert step_line(clipped, 4, None, 1.0).splitlines()[1] == (
+        "  collapse guard: gradient clipped x0.573 (grad_norm 79.8 vs baseline 9.14); the step was kept")
 
 
 def test_library_output_goes_to_the_log_file(tmp_path):

@@ -76,13 +76,18 @@ def step_line(row: dict, total: int | None, satisfaction: tuple[float, int] | No
 
 def guard_note(row: dict) -> str:
     """What the collapse guard did at this step, as a second line (``"\n  ..."``), or ``""``:
-    its event (a rollback or pause, ``guard/event``) or a skipped step with the signal that
-    spiked (``guard/spike_*``, ``guard/spike_value`` against ``guard/spike_baseline``)."""
+    its event (a rollback or pause, ``guard/event``), a skipped step with the signal that
+    spiked (``guard/spike_*``, ``guard/spike_value`` against ``guard/spike_baseline``) or a kept
+    step whose gradient was clipped (``guard/clipped``, ``guard/clip_scale``)."""
     if row.get("guard/event"):
         return f"\n  {row['guard/event']}"
+    signal = next((name for name in SIGNALS if row.get(f"guard/spike_{name}")), "a signal")
+    if row.get("guard/clipped") and not row.get("guard/skipped"):
+        return (f"\n  collapse guard: gradient clipped x{_num(row.get('guard/clip_scale'), '.3g')} ({signal} "
+                f"{_num(row.get('guard/spike_value'), '.3g')} vs baseline {_num(row.get('guard/spike_baseline'), '.3g')}); "
+                "the step was kept")
     if not row.get("guard/skipped"):
         return ""
-    signal = next((name for name in SIGNALS if row.get(f"guard/spike_{name}")), "a signal")
     return (f"\n  collapse guard: step skipped ({signal} {_num(row.get('guard/spike_value'), '.3g')} vs baseline "
             f"{_num(row.get('guard/spike_baseline'), '.3g')}); the weights stay as they were")
 

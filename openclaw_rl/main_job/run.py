@@ -144,7 +144,7 @@ def trainer_argv(a: argparse.Namespace, base: str, out: Path) -> list[str]:
 
 def report_lines(result: dict) -> list[str]:
     """The run's outcome in a few plain lines: satisfaction, quality, the promotion gate's verdicts,
-    what the collapse guard did (``result["guard"]``: skipped steps and its rollback / pause events)."""
+    what the collapse guard did (``result["guard"]``: skipped and clipped steps, its rollback / pause events)."""
     q, nll, m = result["quality"], result["reference_nll"], result["mcnemar"]
     lines = [f"held-out satisfaction {result['satisfaction_before']:.3f} -> {result['satisfaction_after']:.3f} "
              f"(McNemar p = {m['p_value']:.2g})",
@@ -164,6 +164,8 @@ def report_lines(result: dict) -> list[str]:
     guard = result.get("guard") or {}
     if guard.get("skipped_steps"):
         lines.append(f"collapse guard: steps {', '.join(map(str, guard['skipped_steps']))} skipped")
+    if guard.get("clipped_steps"):
+        lines.append(f"collapse guard: steps {', '.join(map(str, guard['clipped_steps']))} kept with a clipped gradient")
     lines += [f"  {event}" for event in guard.get("events", [])]
     if result.get("paused"):
         lines.append(f"training paused: {result['paused']}")
@@ -282,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
                                   if gate.get("versions") else None),
               "paused": summary.get("paused"),
               "guard": {"skipped_steps": [int(m["step"]) for m in metrics if m.get("guard/skipped")],
+                        "clipped_steps": [int(m["step"]) for m in metrics
+                                          if m.get("guard/clipped") and not m.get("guard/skipped")],
                         "events": [m["guard/event"] for m in metrics if m.get("guard/event")]},
               "held_out_questions": len(test_q), "judge": judges, "unmatched_turns": unmatched,
               "per_version": versions, "plot": str(plot), "reward_loss_plot": summary.get("plot"),

@@ -39,6 +39,19 @@ others have no scale of their own (the grad norm depends on the model and the lo
 gap's level on the engine, the KL to the reference grows as training goes), so they are judged
 after ``--spike-min-history`` healthy steps. A spiking step's values are not added to the history.
 
+A finite ``grad_norm`` spike is **clipped, not skipped** (:data:`CLIPPED`): the gradient is scaled
+down to ``--spike-factor`` times its baseline, the step is kept, and the clipped value joins the
+history, as adaptive clipping does (ZClip, Kumar et al. 2025, arXiv:2504.02507; AdaGC, Wang et al.
+2025, arXiv:2502.11034). A skipped norm never entered the history, so a run whose gradient norm
+rises for good froze its baseline at its first steps' level and skipped every step after: a LoRA
+adapter's norm per unit of advantage grows ~10x in its first steps as ``B`` leaves zero (terminal
+family, 15 of 20 steps skipped, ``grad_norm 0.2187 vs baseline 0.02054 (x10.6)``). A clipped
+value raises the median, so a sustained level is the baseline within a few steps, while one huge
+gradient enters the update and the optimizer's moment estimates at no more than ``--spike-factor``
+times an ordinary one's norm. A clipped step is
+no spike towards a collapse; what an update does to the policy is ``update_kl``'s to judge, and
+its spike still undoes the step.
+
 ``--max-spikes`` spikes within the last ``--spike-window`` steps are a **collapse**:
 ``--on-collapse rollback`` restores the last good checkpoint (weights and optimizer state,
 :meth:`slime.orchestration.ray_actors.TrainActor.restore_last_good`) and multiplies the learning rate by
@@ -56,7 +69,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["ACTIONS", "ADVANTAGE_UNIT", "FLOORS", "advantage_scale", "grad_norm_per_advantage", "GuardPolicy", "SIGNALS", "Spike", "SpikeDetector", "act_on_collapse",
+__all__ = ["ACTIONS", "ADVANTAGE_UNIT", "CLIPPED", "FLOORS", "advantage_scale", "grad_norm_per_advantage", "GuardPolicy", "SIGNALS", "Spike", "SpikeDetector", "act_on_collapse",
            "guard_metrics", "update_kl_k3"]
 
 log = logging.getLogger(__name__)
@@ -77,8 +90,10 @@ FLOORS = {"advantage": 1.0, "grad_norm": 1e-3, "logprob_gap": 0.1, "kl_ref": 0.5
 #: has a scale of its own, whereas the log-prob gap's level depends on the engine (a bfloat16 engine's
 #: is larger than a float32 one's) and the KL to the reference grows as training goes
 SCALED = ("update_kl",)
-#: ``guard/action`` of a step is the index of its action here
-ACTIONS = ("trained", "skipped", "rolled_back", "paused")
+#: signals whose finite spike is clipped to ``spike_factor`` baselines and kept, not skipped
+CLIPPED = ("grad_norm",)
+#: ``guard/action`` of a step is the index of its action here (``clipped``: a :data:`CLIPPED` spike)
+ACTIONS = ("trained", "skipped", "rolled_back", "paused", "clipped")
 
 
 @dataclass(frozen=True)
@@ -167,6 +182,13 @@ class SpikeDetector:
                 return Spike(name, value, base)
         return None
 
+    def clip_limit(self, spike: Spike) -> float | None:
+        """The value a spike of a :data:`CLIPPED` signal is clipped to (``spike_factor`` times its
+        baseline), or None when it is not clipped (another signal, or a non-finite value: skipped)."""
+        if spike.signal not in CLIPPED or not math.isfinite(spike.value):
+            return None
+        return self.policy.spike_factor * spike.baseline
+
     def record(self, signals: dict[str, float], spike: Spike | None) -> None:
         """Close one step: its healthy values join the history (none of a spiking step)."""
         self.recent.append(spike is not None)
@@ -220,21 +242,30 @@ def update_kl_k3(old_logprobs: Any, new_logprobs: Any, mask: Any) -> tuple[float
 
 
 def guard_metrics(detector: SpikeDetector, signals: dict[str, float], spike: Spike | None, skipped: bool,
-                  lr: float) -> dict[str, float]:
+                  lr: float, clipped: Spike | None = None, clip_scale: float = 1.0) -> dict[str, float]:
     """A train step's ``guard/*`` metrics: ``guard/spike`` (0/1), ``guard/spike_<signal>`` (0/1 per
     signal), ``guard/spike_value`` and ``guard/spike_baseline`` (0 without a spike),
     ``guard/baseline_<signal>`` (what the next step is compared with; 0 while not judged),
-    ``guard/update_kl``, ``guard/skipped`` (the guard skipped or undid the step), ``guard/action``
-    (index into :data:`ACTIONS`), ``guard/spikes`` (in the window), ``guard/collapse`` (0/1: the
-    spikes make a collapse and the guard acts) and ``guard/lr`` (the learning rate of the step)."""
-    out = {"guard/spike": float(spike is not None), "guard/spike_value": spike.value if spike else 0.0,
-           "guard/spike_baseline": spike.baseline if spike else 0.0,
+    ``guard/update_kl``, ``guard/skipped`` (the guard skipped or undid the step), ``guard/clipped``
+    (0/1) and ``guard/clip_scale`` (what the gradient was multiplied by; 1 unclipped),
+    ``guard/action`` (index into :data:`ACTIONS`), ``guard/spikes`` (in the window),
+    ``guard/collapse`` (0/1: the spikes make a collapse and the guard acts) and ``guard/lr`` (the
+    learning rate of the step).
+
+    ``spike`` is the step's spike (it skipped the step when ``skipped``); ``clipped`` a
+    :data:`CLIPPED` signal's spike whose gradient was clipped (reported as the spike when no other
+    signal spiked) and ``clip_scale`` what its gradient was multiplied by."""
+    shown = spike or clipped
+    out = {"guard/spike": float(shown is not None), "guard/spike_value": shown.value if shown else 0.0,
+           "guard/spike_baseline": shown.baseline if shown else 0.0,
            "guard/update_kl": float(signals.get("update_kl", 0.0)), "guard/skipped": float(skipped),
-           "guard/action": float(ACTIONS.index("skipped" if skipped else "trained")),
+           "guard/clipped": float(clipped is not None and not skipped),
+           "guard/clip_scale": float(clip_scale if clipped is not None and not skipped else 1.0),
+           "guard/action": float(ACTIONS.index("skipped" if skipped else "clipped" if clipped else "trained")),
            "guard/spikes": float(detector.spikes),
            "guard/collapse": float(detector.policy.acts and detector.collapsed()), "guard/lr": float(lr)}
     for name in SIGNALS:
-        out[f"guard/spike_{name}"] = float(spike is not None and spike.signal == name)
+        out[f"guard/spike_{name}"] = float(shown is not None and shown.signal == name)
         out[f"guard/baseline_{name}"] = float(detector.baseline(name) or 0.0)
     return out
 

@@ -72,7 +72,7 @@ class MetricsLogger:
     def plot(self) -> Path | None:
         """Write ``reward_loss.png`` (reward mean and loss per step; when the collapse guard
         reported, a second row: grad norm, train/rollout log-prob gap and update KL per step, each
-        step's guard action shaded: skipped orange, rolled back red, paused grey); returns its path."""
+        step's guard action shaded: skipped orange, rolled back red, paused grey, clipped gold); returns its path."""
         if not self.history:
             return None
         import matplotlib
@@ -101,7 +101,8 @@ class MetricsLogger:
         series = {"grad norm (before clipping)": ("train/grad_norm",),
                   "train/rollout log-prob gap and update KL (nats/token)": ("train/train_rollout_logprob_abs_diff",
                                                                              "guard/update_kl")}
-        colors = {1: ("tab:orange", "skipped"), 2: ("tab:red", "rolled back"), 3: ("grey", "paused")}
+        colors = {1: ("tab:orange", "skipped"), 2: ("tab:red", "rolled back"), 3: ("grey", "paused"),
+                  4: ("gold", "clipped")}
         for ax, (title, keys) in zip(axes, series.items()):
             for key in keys:
                 values = [r.get(key, float("nan")) for r in self.history]

@@ -24,7 +24,8 @@ carrying per-token ``advantages``) and makes exactly one optimizer step:
    micro-batch; the summed gradient does not depend on the micro-batch split;
 5. grads are clipped and ``optimizer.step()`` runs once; ``weight_version`` is incremented.
    The collapse guard (:mod:`slime.guards.collapse`, ``--collapse-guard``) watches this: a step
-   whose grad norm, train/rollout log-prob gap or KL to the reference spikes is skipped before
+   whose grad norm spikes has its gradient clipped to ``--spike-factor`` baselines; one whose
+   advantage, train/rollout log-prob gap or KL to the reference spikes is skipped before
    ``optimizer.step()``; a step whose update itself moved the policy too far on its batch
    (``update_kl``, one more no-grad pass) is undone (weights and optimizer state restored). A
    skipped step leaves ``weight_version`` unchanged and clears the gradients.
@@ -446,6 +447,18 @@ class TrainingBackend(BackendIOMixin):
             signals["kl_ref"] = float(reduce_metrics(outputs).get("kl_loss", 0.0))
         guard = self.guard.mode != "off"
         spike = self.detector.check(signals) if guard else None
+        clipped, scale = None, 1.0
+        if spike is not None and self.guard.acts and (limit := self.detector.clip_limit(spike)) is not None:
+            # adaptive clipping (slime.guards.collapse): the norm per unit of advantage down to the limit;
+            # the gradient's norm now is the smaller of its raw norm and --clip-grad
+            clipped, scale = spike, min(1.0, limit * advantage / min(grad_norm, max_norm))
+            for p in self.trainable_parameters:
+                if p.grad is not None:
+                    p.grad.mul_(scale)
+            signals["grad_norm"] = limit
+            log.warning("collapse guard: %s; gradient clipped to %g baselines (x%.3g), step kept",
+                        spike.line(), self.guard.spike_factor, scale)
+            spike = self.detector.check({k: v for k, v in signals.items() if k != "grad_norm"})
         skipped = not math.isfinite(grad_norm) or (spike is not None and self.guard.acts)
         if not math.isfinite(grad_norm):
             log.warning("non-finite grad norm (%s); optimizer step skipped", grad_norm)
@@ -476,7 +489,7 @@ class TrainingBackend(BackendIOMixin):
             self.last_spike = spike or self.last_spike
             self.detector.record(signals, spike)
             metrics.update(guard_metrics(self.detector, signals, spike, skipped and spike is not None,
-                                         self.optimizer.param_groups[0]["lr"]))
+                                         self.optimizer.param_groups[0]["lr"], clipped, scale))
 
         n_seq_tokens = float(sum(len(s.tokens) for s in trained))
         elapsed = time.perf_counter() - t0

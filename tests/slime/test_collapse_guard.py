@@ -1,14 +1,16 @@
 """The trainer's collapse guard (slime.guards.collapse): the spike detector, the skipped step, the
-undone update, the rollback to the last good checkpoint and the pause. Each test fails without
+undone update, the clipped gradient, the rollback to the last good checkpoint and the pause. Each test fails without
 the guard it checks (the "off" controls show what happens then)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
 import torch
 
+from slime.algorithms.losses import LossInputs, LossOutputs, PolicyLossConfig, policy_loss
 from slime.config.arguments import parse_args
 from slime.trainer.backend import TrainingBackend
 from slime.trainer.checkpoint import OPTIMIZER_FILE, find_latest_checkpoint
@@ -256,3 +258,72 @@ def test_pause_changes_nothing_and_says_so():
     assert out["guard/pause"] == 1.0 and out["guard/action"] == ACTIONS.index("paused")
     assert "training paused" in out["guard/event"] and math.isclose(backend.optimizer.param_groups[0]["lr"], GOOD_LR)
     assert _same(_trainable(backend), weights) and backend.weight_version == version
+
+
+# ------------------------------------------------------------------------------------- clipping
+class _ScaledLoss:
+    """The default policy loss times ``scale``: the gradient at the same advantage, ``scale`` times."""
+
+    def __init__(self):
+        self.scale = 1.0
+
+    def __call__(self, inputs: LossInputs, config: PolicyLossConfig) -> LossOutputs:
+        out = policy_loss(inputs, config)
+        return dataclasses.replace(out, loss=out.loss * self.scale)
+
+
+def _scaled_backend(*extra: str):
+    """The tiny model trained three ordinary steps with a :class:`_ScaledLoss` (returned) and
+    ``--clip-grad 0``, so that only the guard clips."""
+    loss = _ScaledLoss()
+    backend = TrainingBackend(parse_args(["--rollout-batch-size", "1", "--model-path", TINY_QWEN3, "--lr", str(GOOD_LR),
+                                          "--clip-grad", "0", *extra]), loss_fn=loss)
+    for _ in range(3):
+        m = backend.train_step([_sample(1.0)])
+        assert m["skipped"] == 0.0 and m["guard/clipped"] == 0.0
+    return backend, loss
+
+
+def test_a_sustained_rise_of_the_gradient_norm_is_clipped_until_it_is_the_baseline():
+    """A LoRA adapter's gradient norm per unit of advantage rises ~10x in its first steps, as B leaves
+    zero, and stays there. Skipping every step above 5 baselines froze the baseline and skipped 15
+    of 20 steps of the terminal family's learning run; clipping keeps each step and lets the
+    clipped values raise the baseline."""
+    backend, loss = _scaled_backend()
+    loss.scale = 10.0
+    rows = [backend.train_step([_sample(1.0)]) for _ in range(8)]
+    assert [r["skipped"] for r in rows] == [0.0] * 8 and backend.weight_version == 3 + 8
+    first = rows[0]
+    assert first["guard/clipped"] == 1.0 and first["guard/action"] == ACTIONS.index("clipped")
+    assert first["guard/spike_grad_norm"] == 1.0 and first["guard/spikes"] == 0.0  # no step towards a collapse
+    assert first["guard/clip_scale"] == pytest.approx(5 * first["guard/spike_baseline"] / first["guard/spike_value"])
+    assert 0.3 < first["guard/clip_scale"] < 0.7  # 10 baselines clipped to 5
+    # the clipped values raise the median of the window: from the fourth step on the new level is in line
+    assert [r["guard/clipped"] for r in rows[3:]] == [0.0] * 5
+    assert rows[-1]["guard/baseline_grad_norm"] > 5 * first["guard/spike_baseline"]
+
+
+def test_one_huge_gradient_is_clipped_to_the_limit_and_the_step_kept():
+    backend, loss = _scaled_backend()
+    exp_avg = [s["exp_avg"].clone() for s in backend.optimizer.state.values()]
+    loss.scale = 1000.0
+    m = backend.train_step([_sample(1.0)])
+    assert m["skipped"] == 0.0 and m["guard/clipped"] == 1.0 and backend.weight_version == 4
+    limit = 5 * m["guard/spike_baseline"]
+    assert m["guard/spike_value"] > 500 * m["guard/spike_baseline"] and m["grad_norm"] == pytest.approx(m["guard/spike_value"])
+    # the gradient AdamW took in has the limit's norm (advantage 1): exp_avg = b1 * old + (1 - b1) * g
+    beta1 = backend.optimizer.param_groups[0]["betas"][0]
+    taken = [(s["exp_avg"] - beta1 * old) / (1 - beta1) for s, old in zip(backend.optimizer.state.values(), exp_avg)]
+    assert math.sqrt(sum(float(g.double().pow(2).sum()) for g in taken)) == pytest.approx(limit, rel=1e-3)
+    loss.scale = 1.0
+    after = backend.train_step([_sample(1.0)])  # the huge value did not enter the history, its limit did
+    assert after["guard/clipped"] == 0.0 and after["skipped"] == 0.0
+    assert after["guard/baseline_grad_norm"] <= limit
+
+
+def test_log_mode_clips_nothing():
+    backend, loss = _scaled_backend("--collapse-guard", "log")
+    loss.scale = 1000.0
+    m = backend.train_step([_sample(1.0)])
+    assert m["guard/spike_grad_norm"] == 1.0 and m["guard/clipped"] == 0.0 and m["guard/clip_scale"] == 1.0
+    assert m["skipped"] == 0.0 and m["guard/action"] == ACTIONS.index("trained")

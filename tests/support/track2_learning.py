@@ -39,12 +39,10 @@ REPO = Path(__file__).resolve().parent.parent.parent
 RL_FLAGS = ("--advantage-estimator", "grpo", "--eps-clip", "0.2", "--eps-clip-high", "0.28",
             "--use-lora", "--lora-rank", "16", "--lr", "5e-3", "--weight-decay", "0.0", "--rollout-temperature", "1.0",
             "--use-kl-loss", "--kl-loss-coef", "0.2", "--kl-loss-type", "low_var_kl",
-            "--rollout-max-context-len", "2048",
-            # the collapse guard (issue 25, after this recipe was measured) records but does not act:
-            # a LoRA's gradient norm per unit of advantage grows ~10x in its first steps as B leaves
-            # zero, and a skipped step never enters the guard's history, so its baseline stays at
-            # the first steps' level and it skipped 15 of the terminal run's 20 steps (2026-12-05)
-            "--collapse-guard", "log")
+            "--rollout-max-context-len", "2048")
+# the collapse guard (issue 25) is on, as in a user's run: a LoRA's gradient norm per unit of
+# advantage grows ~10x in its first steps as B leaves zero; the guard clips such a step's gradient
+# and keeps it (slime.guards.collapse; skipping it stalled terminal's run at 15 of 20 steps)
 DEFAULTS = {"steps": 20, "prompts_per_step": 4, "samples_per_prompt": 8, "eval_samples": 16, "max_response_len": 48,
             "max_turns": 3}
 
