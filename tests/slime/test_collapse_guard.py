@@ -1,6 +1,6 @@
 """The trainer's collapse guard (slime.guards.collapse): the spike detector, the skipped step, the
-undone update, the clipped gradient, the rollback to the last good checkpoint and the pause. Each test fails without
-the guard it checks (the "off" controls show what happens then)."""
+undone update, the clipped gradient, the rollback to the last good checkpoint and the pause. Each
+test fails without the guard it checks (the "off" controls show what happens then)."""
 
 from __future__ import annotations
 
