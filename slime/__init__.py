@@ -24,6 +24,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from slime.omp import set_spin_default
+
+set_spin_default()  # before any slime module imports torch (slime/omp.py)
+
 #: each public name -> the module that defines it
 _EXPORTS = {
     **dict.fromkeys(("broadcast_reward", "compute_advantages", "grpo", "grpo_advantages"), "slime.algorithms.advantages"),
