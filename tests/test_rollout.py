@@ -9,7 +9,7 @@ import pytest
 
 from openclaw_rl.capture.store import TrajectoryStore, TurnRecord
 from openclaw_rl.rollout.custom_rm import CustomRewardJudge
-from openclaw_rl.rollout.data_source import DataSourceClosed, RolloutTimeout, StoreDataSource
+from openclaw_rl.rollout.data_source import DataSourceClosed, RolloutTimeout, StoreDataSource, TrafficEnded
 from openclaw_rl.rollout.judge_loop import JudgeLoop, JudgeResult
 from openclaw_rl.rollout.openclaw_rollout import generate_rollout
 from openclaw_rl.rollout.samples import UntokenizedTurnError, turn_to_sample
@@ -132,6 +132,30 @@ def test_close_wakes_a_waiting_take(tmp_path):
     threading.Timer(0.3, src.close).start()
     with pytest.raises(DataSourceClosed):
         src.take(1)
+
+
+def test_a_wait_ends_once_the_live_traffic_ended_and_its_turns_are_used_up(tmp_path):
+    """A benchmark's users are done (end_live_traffic): the trainer's wait ends at once when no
+    recorded turn can still become a sample, and waits on while one is being judged."""
+    store = TrajectoryStore(tmp_path)
+    _turn(store, "pos")
+    loop = JudgeLoop(store, _FixedJudge({"pos": 1.0, "late": -1.0}), num_workers=1)
+    asyncio.run(loop.judge_once())
+    src = StoreDataSource(store)
+    with pytest.raises(RolloutTimeout) as waited:  # traffic still live: the wait runs to its timeout
+        src.take(2, timeout_s=0.5)
+    assert type(waited.value) is RolloutTimeout
+    _turn(store, "late")  # recorded, not judged yet
+    other = TrajectoryStore(tmp_path)  # another connection, as the bench's
+    other.end_live_traffic()
+    other.close()
+    assert store.live_traffic_ended()
+    threading.Timer(1.0, lambda: asyncio.run(loop.judge_once())).start()
+    samples = src.take(2, timeout_s=600)  # the late turn is judged, then both are taken
+    assert sorted(s.reward for s in samples) == [-1.0, 1.0]
+    with pytest.raises(TrafficEnded, match="live traffic ended"):
+        src.take(1, timeout_s=600)  # nothing left: at once, not after 600 s
+    assert StoreDataSource(store, finite=True).take(1) == []  # offline data ends as before
 
 
 def test_recover_trains_each_turn_exactly_once(tmp_path):

@@ -158,6 +158,10 @@ TABLES: tuple[Table, ...] = (
     # forgotten sessions (openclaw_rl.capture.forget): the SHA-256 of the session id, never the id, and
     # when; a turn of one whose request started before that is not recorded (it was in flight)
     Table("forgotten", (Column("session_key", "TEXT PRIMARY KEY"), Column("forgotten_at", "REAL NOT NULL"))),
+    # one row once the live traffic of a run ended (a benchmark's simulated users are done): a
+    # trainer waiting for judged turns stops once the recorded ones are used up
+    # (TrajectoryStore.end_live_traffic, openclaw_rl.rollout.data_source.TrafficEnded)
+    Table("live_traffic", (Column("id", "INTEGER PRIMARY KEY CHECK (id = 1)"), Column("ended_at", "REAL NOT NULL"))),
     Table("lesson_sources", (Column("lesson_id", "INTEGER NOT NULL REFERENCES lessons(id)"),
                              Column("turn_id", "INTEGER NOT NULL REFERENCES turns(id)")),
           ("CREATE UNIQUE INDEX IF NOT EXISTS lesson_sources_pair ON lesson_sources(lesson_id, turn_id);",

@@ -184,6 +184,19 @@ class TrajectoryStore:
                              (READY, session_id, AWAITING_NEXT))
             return cur.rowcount
 
+    def end_live_traffic(self, now: float | None = None) -> None:
+        """Record that no more live sessions will come (a benchmark's simulated users are done): a
+        trainer waiting for judged turns then stops once the turns already recorded are used up
+        (:class:`openclaw_rl.rollout.data_source.TrafficEnded`) instead of waiting out its
+        ``--rollout-timeout-s``. ``now``: UNIX seconds (default: the time now)."""
+        with self._tx() as db:
+            db.execute("INSERT OR REPLACE INTO live_traffic(id, ended_at) VALUES (1, ?)",
+                       (time.time() if now is None else now,))
+
+    def live_traffic_ended(self) -> bool:
+        """Whether :meth:`end_live_traffic` was called on this store."""
+        return bool(self.read("SELECT 1 FROM live_traffic WHERE id = 1"))
+
     def finalize_idle(self, idle_seconds: float, now: float | None = None) -> list[str]:
         """Close sessions idle for longer than ``idle_seconds``; return their ids."""
         now = time.time() if now is None else now

@@ -64,8 +64,9 @@ def parse_bench_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--pace-timeout-s", type=float, default=300.0,
                    help="longest wait for the trainer or judge before a session starts anyway")
     p.add_argument("--train-wait-s", type=float, default=300.0,
-                   help="the trainer's --rollout-timeout-s: how long after the last session training ends (a "
-                        "wait this long for a full batch while users still talk ends training early: 'stalled')")
+                   help="the trainer's --rollout-timeout-s: a wait this long for a full batch while users still "
+                        "talk ends training early ('stalled'); once the sessions end, training ends as soon as "
+                        "their turns are used up")
     p.add_argument("--torch-threads", type=int, default=2, help="server threads for none/memory (no trainer)")
     p.add_argument("--server-timeout-s", type=float, default=None,
                    help="how long the server may take to start (default: 180 s on transformers, 960 s on engine "

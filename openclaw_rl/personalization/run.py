@@ -27,6 +27,7 @@ import dataclasses
 import json
 import random
 import shlex
+import threading
 import time
 from pathlib import Path
 
@@ -114,8 +115,25 @@ def _persona_result(persona: BenchPersona, rows: list[dict], before: dict | None
                         if before and after else None)}
 
 
-def _train_until_sessions_end(cfg, drivers: list[UserDriver], say=print) -> dict:
-    """Train on Ray; the trainer's wait for turns that no longer come (the users are done) ends it.
+def _end_traffic_when_users_are_done(drivers: list[UserDriver], buffer: Path, stop: threading.Event) -> None:
+    """Once no driver runs any more, record in the store at ``buffer`` that the live traffic ended
+    (:meth:`TrajectoryStore.end_live_traffic`), so that the trainer stops as soon as the recorded
+    turns are used up; returns early when ``stop`` is set."""
+    while any(d.running() for d in drivers):
+        if stop.wait(0.5):
+            return
+    store = TrajectoryStore(buffer)
+    try:
+        store.end_live_traffic()
+    finally:
+        store.close()
+
+
+def _train_until_sessions_end(cfg, drivers: list[UserDriver], buffer: Path, say=print) -> dict:
+    """Train on Ray until the users are done: once they are (a thread watches the drivers), the
+    store says so, and the trainer's wait for turns that no longer come ends as soon as the
+    recorded ones are used up (:class:`openclaw_rl.rollout.data_source.TrafficEnded`), not after
+    ``--train-wait-s``.
 
     Returns:
         The trainer's summary with ``ended_by``: ``"steps"`` (all steps ran), ``"sessions"`` (the
@@ -126,10 +144,14 @@ def _train_until_sessions_end(cfg, drivers: list[UserDriver], say=print) -> dict
     Raises:
         Exception: whatever else training raised.
     """
+    stop = threading.Event()
+    watcher = threading.Thread(target=_end_traffic_when_users_are_done, args=(drivers, buffer, stop), daemon=True,
+                               name="bench-traffic-end")
+    watcher.start()
     try:
         return {**train(cfg), "ended_by": "steps"}
-    except Exception as exc:  # a Ray task error wrapping the data source's RolloutTimeout
-        if not (isinstance(exc, RolloutTimeout) or "RolloutTimeout" in repr(exc)):
+    except Exception as exc:  # a Ray task error wrapping the data source's RolloutTimeout / TrafficEnded
+        if not (isinstance(exc, RolloutTimeout) or "RolloutTimeout" in repr(exc) or "TrafficEnded" in repr(exc)):
             raise
         if not any(d.running() for d in drivers):
             return {"ended_by": "sessions"}
@@ -137,6 +159,8 @@ def _train_until_sessions_end(cfg, drivers: list[UserDriver], say=print) -> dict
             "the remaining sessions run untrained")
         return {"ended_by": "stalled"}
     finally:
+        stop.set()
+        watcher.join(10)
         ray.shutdown()
 
 
@@ -195,7 +219,8 @@ def run_one(a: argparse.Namespace, method: str, seed: int, out: Path, say=print)
         for d in drivers:
             d.start()
         if method in TRAINED:
-            summary = _train_until_sessions_end(parse_run_args(trainer_argv(ns, base, out)), drivers, say)
+            summary = _train_until_sessions_end(parse_run_args(trainer_argv(ns, base, out)), drivers,
+                                                out / "rl_buffer", say)
         for d in drivers:
             d.join()
         if loop is not None:

@@ -27,6 +27,11 @@ class RolloutTimeout(TimeoutError):
     """Not enough judged turns arrived in time."""
 
 
+class TrafficEnded(RolloutTimeout):
+    """The run's live traffic ended (:meth:`TrajectoryStore.end_live_traffic`) and no recorded turn
+    is left that could still become a sample: waiting longer cannot fill the batch."""
+
+
 class DataSourceClosed(RuntimeError):
     """The data source was closed while a rollout waited (the run is shutting down)."""
 
@@ -105,7 +110,8 @@ class StoreDataSource:
 
         Raises:
             RolloutTimeout: fewer than ``n`` arrived within ``timeout_s`` (claimed ones are
-                returned to the queue first).
+                returned to the queue first); :class:`TrafficEnded` (a subclass) at once when the
+                live traffic ended and no recorded turn is left to become a sample.
         """
         deadline = None if timeout_s is None else time.time() + timeout_s
         out: list[Sample] = []
@@ -138,6 +144,10 @@ class StoreDataSource:
                 if self._closed.is_set():
                     self.release(out)
                     raise DataSourceClosed("the run is shutting down")
+                if not self.finite and self.store.live_traffic_ended() and self.exhausted():
+                    self.release(out)
+                    raise TrafficEnded(f"the live traffic ended: only {len(out)} of {n} judged samples "
+                                       f"and none left to judge")
                 if deadline is not None and time.time() > deadline:
                     self.release(out)
                     raise RolloutTimeout(f"only {len(out)} of {n} judged samples after {timeout_s:.0f}s "
