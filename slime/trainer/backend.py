@@ -452,9 +452,7 @@ class TrainingBackend(BackendIOMixin):
             # adaptive clipping (slime.guards.collapse): the norm per unit of advantage down to the limit;
             # the gradient's norm now is the smaller of its raw norm and --clip-grad
             clipped, scale = spike, min(1.0, limit * advantage / min(grad_norm, max_norm))
-            for p in self.trainable_parameters:
-                if p.grad is not None:
-                    p.grad.mul_(scale)
+            torch.nn.utils.clip_grad_norm_(self.trainable_parameters, limit * advantage)
             signals["grad_norm"] = limit
             log.warning("collapse guard: %s; gradient clipped to %g baselines (x%.3g), step kept",
                         spike.line(), self.guard.spike_factor, scale)
