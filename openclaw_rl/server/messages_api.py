@@ -4,8 +4,9 @@ served through the chat completions path.
 A request is translated into a :class:`~openclaw_rl.server.protocol.ChatCompletionRequest`
 (:func:`chat_request`) and served by :meth:`ChatService.run`, so it is rendered by the same chat
 template and captured exactly like a chat completion (sessions, main/side turns, next states,
-token ids). The reply's events become content blocks (:class:`MessageRenderer`, built from the
-SDK's own pydantic models in ``anthropic.types``), streamed as the API's server-sent events
+token ids). The reply's events become content blocks
+(:class:`~openclaw_rl.server.messages_render.MessageRenderer`, built from the SDK's own pydantic
+models in ``anthropic.types`` and imported on the first request, :func:`renderer_class`), streamed as the API's server-sent events
 (``message_start``, ``content_block_start`` / ``_delta`` / ``_stop``, ``message_delta``,
 ``message_stop``) or returned as one ``message``. Errors take Anthropic's shape
 (:mod:`openclaw_rl.server.errors`); the key may come as ``x-api-key``.
@@ -28,14 +29,11 @@ the budget ended it, ``stop_sequence`` (with the sequence) when one of ``stop_se
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import uuid
 from typing import Any, Literal, Union
 
-from anthropic.types import (InputJSONDelta, Message, MessageDeltaUsage, RawContentBlockDeltaEvent,
-                             RawContentBlockStartEvent, RawContentBlockStopEvent, RawMessageDeltaEvent,
-                             RawMessageStartEvent, RawMessageStopEvent, TextBlock, TextDelta, ThinkingBlock,
-                             ThinkingDelta, ToolUseBlock, Usage)
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, model_validator
@@ -43,8 +41,6 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Valida
 from openclaw_rl.server.errors import (APIError, anthropic_error_body, parse_items_body, until_disconnect,
                                        validation_message)
 from openclaw_rl.server.protocol import ChatCompletionRequest
-from openclaw_rl.server.reply import ChatEvent
-from openclaw_rl.server.reply_blocks import BlockEvent, BlockSequencer
 
 
 class _Lenient(BaseModel):
@@ -234,93 +230,15 @@ def chat_request(req: MessagesRequest) -> ChatCompletionRequest:
         raise APIError(400, message, param=param, code="invalid_value") from exc
 
 
-def stop_reason(finish: ChatEvent) -> str:
-    """Anthropic's ``stop_reason`` for the reply's ``finish`` event."""
-    if finish.finish_reason == "length":
-        return "max_tokens"
-    if finish.stop_sequence is not None:
-        return "stop_sequence"
-    return "tool_use" if finish.finish_reason == "tool_calls" else "end_turn"
+@functools.cache
+def renderer_class() -> type:
+    """:class:`~openclaw_rl.server.messages_render.MessageRenderer`, imported on the first
+    ``/v1/messages`` request rather than at server start: the Anthropic SDK's types take about a
+    second of CPU to import (``python -X importtime``), which a server whose clients speak only chat
+    completions never needs."""
+    from openclaw_rl.server.messages_render import MessageRenderer
 
-
-def _tool_input(arguments: str) -> dict:
-    """A call's JSON arguments as Anthropic's ``input`` object (arguments that are not a JSON
-    object, which only an unconstrained model writes, are kept under ``"arguments"``)."""
-    try:
-        value = json.loads(arguments)
-    except (json.JSONDecodeError, ValueError):
-        value = arguments
-    return value if isinstance(value, dict) else {"arguments": value}
-
-
-class MessageRenderer:
-    """One reply as an Anthropic ``message``: its stream events and its final object.
-
-    Args:
-        message_id: the ``msg_...`` id (also the turn's ``completion_id`` in the store).
-        model: the served model name.
-    """
-
-    def __init__(self, message_id: str, model: str):
-        self.id, self.model = message_id, model
-        self.blocks = BlockSequencer()
-        self.content: list[BaseModel] = []
-        self.finish: ChatEvent | None = None
-        self.input_tokens = 0
-
-    def message(self) -> Message:
-        """The ``message`` with the blocks so far (stop reason and usage once finished)."""
-        usage = (self.finish.usage or {}) if self.finish else {}
-        return Message(id=self.id, type="message", role="assistant", model=self.model, content=self.content,
-                       stop_reason=stop_reason(self.finish) if self.finish else None,
-                       stop_sequence=self.finish.stop_sequence if self.finish else None,
-                       usage=Usage(input_tokens=usage.get("prompt_tokens", self.input_tokens),
-                                   output_tokens=usage.get("completion_tokens", 0)))
-
-    def start(self, input_tokens: int) -> list[BaseModel]:
-        """``message_start`` (an empty message with the prompt's token count)."""
-        self.input_tokens = input_tokens
-        return [RawMessageStartEvent(type="message_start", message=self.message())]
-
-    def push(self, event: ChatEvent) -> list[BaseModel]:
-        """The stream events of one chat event (the ``finish`` event ends the message)."""
-        if event.kind == "finish":
-            self.finish = event
-        out = [e for b in self.blocks.feed(event) for e in self._block(b)]
-        if event.kind == "finish":
-            usage = event.usage or {}
-            out += [RawMessageDeltaEvent(type="message_delta",
-                                         delta={"stop_reason": stop_reason(event),
-                                                "stop_sequence": event.stop_sequence},
-                                         usage=MessageDeltaUsage(input_tokens=usage.get("prompt_tokens", 0),
-                                                                 output_tokens=usage.get("completion_tokens", 0))),
-                    RawMessageStopEvent(type="message_stop")]
-        return out
-
-    def _block(self, b: BlockEvent) -> list[BaseModel]:
-        if b.kind == "tool_call":
-            call = b.tool_call
-            if b.action == "start":
-                self.content.append(ToolUseBlock(type="tool_use", id=call.id, name=call.name,
-                                                 input=_tool_input(call.arguments)))
-                return [RawContentBlockStartEvent(type="content_block_start", index=b.index, content_block=ToolUseBlock(
-                    type="tool_use", id=call.id, name=call.name, input={}))]
-            return [RawContentBlockDeltaEvent(type="content_block_delta", index=b.index, delta=InputJSONDelta(
-                        type="input_json_delta", partial_json=json.dumps(_tool_input(call.arguments)))),
-                    RawContentBlockStopEvent(type="content_block_stop", index=b.index)]
-        thinking = b.kind == "reasoning"
-        if b.action == "start":
-            block = (ThinkingBlock(type="thinking", thinking="", signature="") if thinking
-                     else TextBlock(type="text", text=""))
-            self.content.append(block)
-            return [RawContentBlockStartEvent(type="content_block_start", index=b.index, content_block=block)]
-        if b.action == "delta":
-            delta = (ThinkingDelta(type="thinking_delta", thinking=b.text) if thinking
-                     else TextDelta(type="text_delta", text=b.text))
-            return [RawContentBlockDeltaEvent(type="content_block_delta", index=b.index, delta=delta)]
-        self.content[b.index] = (ThinkingBlock(type="thinking", thinking=b.text, signature="") if thinking
-                                 else TextBlock(type="text", text=b.text))
-        return [RawContentBlockStopEvent(type="content_block_stop", index=b.index)]
+    return MessageRenderer
 
 
 def _dump(model: BaseModel) -> dict:
@@ -347,7 +265,7 @@ def install_messages_route(app: FastAPI, service, check_key) -> None:
         req = await asyncio.to_thread(parse_items_body, await request.body(), MessagesRequest)
         chat = chat_request(req)
         headers = {k.lower(): v for k, v in request.headers.items()}
-        renderer = MessageRenderer(f"msg_{uuid.uuid4().hex}", service.model_name)
+        renderer = renderer_class()(f"msg_{uuid.uuid4().hex}", service.model_name)
         events = service.run(chat, headers, completion_id=renderer.id)
         if not req.stream:
             async for event in until_disconnect(events, request):
