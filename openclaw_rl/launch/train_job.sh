@@ -138,9 +138,16 @@ LIVE_NUM_ROLLOUT=100000   # --num-rollout of a live run: until stopped
 # starts a Ray head on loopback. Token authentication on: the token lives in ~/.ray/auth_token
 # (generated once), and every ray command uses it. A head the script starts runs in the foreground
 # of its own process (ray start --block), so this script stops exactly that one.
+# ray_token_known: a Ray token is already where Ray looks for one (RAY_AUTH_TOKEN, the file
+# RAY_AUTH_TOKEN_PATH names, else ~/.ray/auth_token), so `ray get-auth-token --generate` (a Python
+# process, ~1.5 s of CPU) would only print it
+ray_token_known() {
+  [ -n "${RAY_AUTH_TOKEN:-}" ] || [ -s "${RAY_AUTH_TOKEN_PATH:-$HOME/.ray/auth_token}" ]
+}
+
 ensure_ray_head() {
   export RAY_AUTH_MODE=${RAY_AUTH_MODE:-token}
-  [ "$RAY_AUTH_MODE" = token ] && ray get-auth-token --generate >/dev/null
+  if [ "$RAY_AUTH_MODE" = token ] && ! ray_token_known; then ray get-auth-token --generate >/dev/null; fi
   case "${RAY_ADDRESS:-}" in
     http://*|https://*|ray://*)
       JOB_API=$(cd "$REPO_DIR" && "$PYTHON" -m openclaw_rl.launch.job_address) || exit 2
