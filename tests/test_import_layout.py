@@ -9,6 +9,8 @@ module-level imports, the two belong together or a third module is missing (DEVE
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -100,3 +102,15 @@ def test_the_check_finds_a_dodged_circle(tmp_path):
     (tmp_path / "pkg" / "c.py").write_text("def lazy():\n    import pkg.b\n")  # no circle: b never reaches c
     mods = {f"pkg.{p.stem}": p for p in (tmp_path / "pkg").glob("*.py")}
     assert circles_dodged(mods) == ["pkg.b:2 -> pkg.a"]
+
+
+def test_a_server_start_imports_no_sdk_types_until_their_api_is_asked_for():
+    """The server's app loads without ``anthropic`` and ``openai`` (their reply types cost 2.7 CPU-s
+    per start, benchmarks/server_start.py); the renderer of each API brings its SDK on first use."""
+    code = ("import sys, openclaw_rl.server.app as app\n"
+            "from openclaw_rl.server import messages_api, responses_api\n"
+            "before = [m for m in ('anthropic', 'openai') if m in sys.modules]\n"
+            "messages_api.renderer_class(); responses_api.renderer_module()\n"
+            "print(before, 'anthropic' in sys.modules, 'openai' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[-2] == "[] True True", out.stdout + out.stderr
