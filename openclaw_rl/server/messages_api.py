@@ -233,8 +233,8 @@ def chat_request(req: MessagesRequest) -> ChatCompletionRequest:
 @functools.cache
 def renderer_class() -> type:
     """:class:`~openclaw_rl.server.messages_render.MessageRenderer`, imported on the first
-    ``/v1/messages`` request rather than at server start: the Anthropic SDK's types take about a
-    second of CPU to import (``python -X importtime``), which a server whose clients speak only chat
+    ``/v1/messages`` request rather than at server start: the Anthropic SDK's types take about 2
+    CPU-seconds to import (benchmarks/server_start.py), which a server whose clients speak only chat
     completions never needs."""
     from openclaw_rl.server.messages_render import MessageRenderer
 

@@ -194,7 +194,7 @@ class KeptResponses:
 def renderer_module():
     """:mod:`openclaw_rl.server.responses_render`, imported on the first ``/v1/responses`` request
     rather than at server start: ``openai.types.responses`` takes about 0.4 s of CPU to import
-    (``python -X importtime``), which a server whose clients speak only chat completions never needs."""
+    (benchmarks/server_start.py), which a server whose clients speak only chat completions never needs."""
     from openclaw_rl.server import responses_render
 
     return responses_render
