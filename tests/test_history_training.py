@@ -19,6 +19,7 @@ from openclaw_rl.main_job.run import DEFAULT_STEPS, parse_main_args
 from openclaw_rl.rollout.data_source import StoreDataSource
 from openclaw_rl.rollout.history import (OVER_CAP, HistoryPathError, history_counts, history_kind, history_line,
                                          load_history)
+from openclaw_rl.tls import tls_context
 from tests.support.openclaw_history import build_agent_store
 
 REPO = Path(__file__).resolve().parent.parent
@@ -223,7 +224,7 @@ def test_history_is_judged_and_trained_on_ray_before_live_turns(tmp_path):
         url = "http://127.0.0.1:30123"
         for _ in range(900):  # the job's server serves while the history is judged and trained
             try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                if httpx.get(f"{url}/healthz", timeout=2, verify=tls_context()).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass

@@ -12,6 +12,7 @@ import pytest
 import ray
 
 from openclaw_rl.server.launcher import free_port
+from openclaw_rl.tls import tls_context
 from slime.config.run_args import parse_run_args
 from slime.train import train
 
@@ -23,14 +24,14 @@ def _traffic(port: int, stop: threading.Event, failures: list) -> None:
     url = f"http://127.0.0.1:{port}"
     while not stop.is_set():
         try:
-            if httpx.get(url + "/healthz", timeout=2).status_code == 200:
+            if httpx.get(url + "/healthz", timeout=2, verify=tls_context()).status_code == 200:
                 break
         except httpx.HTTPError:
             stop.wait(0.5)
     i = 0
     while not stop.is_set():
         try:
-            r = httpx.post(url + "/v1/chat/completions", timeout=120,
+            r = httpx.post(url + "/v1/chat/completions", timeout=120, verify=tls_context(),
                            headers={"Authorization": "Bearer sk-learn", "X-Session-Done": "true"},
                            json={"messages": [{"role": "user", "content": f"say something #{i % 7}"}],
                                  "max_tokens": 8})

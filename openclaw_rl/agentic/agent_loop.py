@@ -44,6 +44,7 @@ import httpx
 from openclaw_rl.agentic.content import content_text, limit_images
 from openclaw_rl.capture.records import TurnRecord
 from openclaw_rl.capture.store import TrajectoryStore
+from openclaw_rl.tls import tls_context
 from slime.errors import one_line
 
 __all__ = ["AgentStep", "Episode", "ServerChat", "StopReason", "run_episode"]
@@ -173,7 +174,7 @@ class ServerChat:
             if sampling_params.get(key) is not None:
                 body[key] = sampling_params[key]
         headers = {**self.headers, "X-Session-Id": session_id, "X-Turn-Type": "side"}
-        async with httpx.AsyncClient(timeout=self.timeout) as client:
+        async with httpx.AsyncClient(timeout=self.timeout, verify=tls_context()) as client:
             r = await client.post(f"{self.base}/v1/chat/completions", json=body, headers=headers)
         if r.status_code == 400 and _is_context_error(r):
             return None, one_line(r.json()["error"].get("message", ""), 300)

@@ -23,7 +23,6 @@ import functools
 import logging
 import os
 import random
-import ssl
 import threading
 import time
 import uuid
@@ -33,6 +32,7 @@ from typing import Any
 import httpx
 
 from openclaw_rl.agentic.env_protocol import Environment, evaluate_episode
+from openclaw_rl.tls import tls_context
 
 log = logging.getLogger(__name__)
 
@@ -66,9 +66,8 @@ _RETRY_STATUS = (429, 502, 503)
 
 
 def http_clients(n: int, headers: dict, timeout: float) -> list[httpx.AsyncClient]:
-    """``n`` async HTTP clients sharing one TLS context (building one per client costs ~30 ms)."""
-    tls = ssl.create_default_context()
-    return [httpx.AsyncClient(headers=headers, timeout=timeout, verify=tls,
+    """``n`` async HTTP clients sharing the process's TLS context (:func:`openclaw_rl.tls.tls_context`)."""
+    return [httpx.AsyncClient(headers=headers, timeout=timeout, verify=tls_context(),
                               limits=httpx.Limits(max_connections=None, max_keepalive_connections=64))
             for _ in range(max(1, n))]
 

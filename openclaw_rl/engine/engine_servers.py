@@ -33,6 +33,7 @@ import httpx
 from openclaw_rl.engine.base import EngineError
 from openclaw_rl.engine.cpu_budget import cpu_engine_env
 from openclaw_rl.server.launcher import REPO, free_port
+from openclaw_rl.tls import tls_context
 
 #: the default interpreter of each engine's environment, relative to the repository root
 DEFAULT_ENGINE_PYTHON = {"vllm": ".venv-vllm/bin/python", "sglang": ".venv-sglang/bin/python"}
@@ -217,7 +218,7 @@ def start_engine_servers(backend: str, model_folder: Path, python: str, devices:
                     raise EngineError(f"{backend} server exited with {server.proc.returncode}: "
                                       f"{failure_reason(server.log_text())} (log: {server.log_path})")
                 try:
-                    if httpx.get(f"{server.url}/health", timeout=2).status_code == 200:
+                    if httpx.get(f"{server.url}/health", timeout=2, verify=tls_context()).status_code == 200:
                         break
                 except httpx.HTTPError:
                     pass

@@ -33,6 +33,7 @@ from openclaw_rl.engine.base import (Engine, EngineError, GenerationOutput, chec
                                      SamplingParams, TokenEvent)
 from openclaw_rl.engine.replicas import Replica, ReplicaSet
 from openclaw_rl.engine.weight_folder import engine_weights_folder
+from openclaw_rl.tls import tls_context
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ class RemoteEngine(Engine):
     def __init__(self, urls: Sequence[str], model_folder: str | Path, max_context: int | None = None):
         self.model_folder = Path(model_folder)
         self.replicas = ReplicaSet([Replica(u.rstrip("/")) for u in urls])
-        with httpx.Client(timeout=httpx.Timeout(60.0, connect=CONNECT_TIMEOUT)) as client:
+        with httpx.Client(timeout=httpx.Timeout(60.0, connect=CONNECT_TIMEOUT), verify=tls_context()) as client:
             windows = {r.url: self._context_window(client, r.url) for r in self.replicas.replicas}
             for replica in self.replicas.replicas:
                 replica.version = self._start_version(client, replica.url)
@@ -256,7 +257,7 @@ class RemoteEngine(Engine):
                 raise ValueError(f"weight version {version} is older than the served version {self._version}")
             folder = engine_weights_folder(source, self.model_folder)
             new_version = self._version + 1 if version is None else int(version)
-            with httpx.Client(timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT)) as client:
+            with httpx.Client(timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT), verify=tls_context()) as client:
                 for replica in self.replicas.replicas:  # one at a time: the others keep serving
                     with self.replicas.drained(replica):
                         self._reload(client, replica.url, folder, new_version)

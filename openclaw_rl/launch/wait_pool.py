@@ -20,6 +20,8 @@ from pathlib import Path
 
 import httpx
 
+from openclaw_rl.tls import tls_context
+
 
 def _alive(pid: int) -> bool:
     """Whether ``pid`` runs (an exited child not yet reaped, a zombie, counts as exited)."""
@@ -45,11 +47,11 @@ def _port(path: Path) -> int | None:
 def _ready(url: str, warm: int) -> bool:
     """Whether ``url`` answers ``/healthz`` (and, with ``warm``, has the browsers warm)."""
     try:
-        if httpx.get(f"{url}/healthz", timeout=2).status_code != 200:
+        if httpx.get(f"{url}/healthz", timeout=2, verify=tls_context()).status_code != 200:
             return False
         if not warm:
             return True
-        browsers = httpx.get(f"{url}/status", timeout=2).json()["browsers"]
+        browsers = httpx.get(f"{url}/status", timeout=2, verify=tls_context()).json()["browsers"]
         return browsers["warm"] >= warm or (browsers["warming"] == 0 and browsers["started"] >= warm)
     except (httpx.HTTPError, ValueError, KeyError, TypeError):
         return False

@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 
 from openclaw_rl.capture.store import TrajectoryStore
+from openclaw_rl.tls import tls_context
 from slime.errors import one_line
 from slime.record.sample import LogprobSource, Sample, SampleStatus
 
@@ -118,7 +119,7 @@ async def generate(args: Any, sample: Sample, sampling_params: dict) -> Sample:
     headers = {"X-Session-Id": session, "X-Turn-Type": "side", "X-Session-Done": "true"}
     if _arg(args, "api_key"):
         headers["Authorization"] = f"Bearer {_arg(args, 'api_key')}"
-    async with httpx.AsyncClient(timeout=httpx.Timeout(600.0, connect=30.0)) as client:
+    async with httpx.AsyncClient(timeout=httpx.Timeout(600.0, connect=30.0), verify=tls_context()) as client:
         r = await client.post(f"{base}/v1/chat/completions", json=chat_request(sample, sampling_params),
                               headers=headers)
     if r.status_code != 200:

@@ -23,6 +23,7 @@ from typing import Callable
 
 import httpx
 
+from openclaw_rl.tls import tls_context
 from slime.errors import PublishFailed, one_line
 
 __all__ = ["post_weights"]
@@ -73,7 +74,7 @@ def post_weights(server_url: str, path: str, version: int, headers: dict | None 
     while True:
         attempt += 1
         try:
-            r = httpx.post(url, headers=headers or {}, json=body, timeout=timeout_s)
+            r = httpx.post(url, headers=headers or {}, json=body, timeout=timeout_s, verify=tls_context())
         except httpx.TimeoutException as exc:
             if not isinstance(exc, httpx.ConnectTimeout):
                 raise PublishFailed(f"weight version {version}: the server did not answer within {timeout_s:.0f} s "

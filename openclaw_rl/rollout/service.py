@@ -32,6 +32,7 @@ from openclaw_rl.rollout.judge_loop import JudgeLoop
 from openclaw_rl.rollout.prompt_rollout import DEFAULT_GENERATE
 from openclaw_rl.rollout.publish import post_weights
 from openclaw_rl.rollout.turn_judges import PRMTurnJudge, build_prm
+from openclaw_rl.tls import tls_context
 from slime.config.arguments import FlagSection
 from slime.orchestration.fault_points import reached
 from slime.config.flags import ConfigError, option_name
@@ -290,7 +291,8 @@ class OpenClawRolloutService:
         if not self.server_url:
             return None
         try:
-            version = int(httpx.get(f"{self.server_url}/healthz", timeout=30).json()["weight_version"])
+            version = int(httpx.get(f"{self.server_url}/healthz", timeout=30,
+                                    verify=tls_context()).json()["weight_version"])
         except (httpx.HTTPError, ValueError, KeyError, TypeError):
             return None
         self.data_source.current_version = version

@@ -19,6 +19,8 @@ from typing import Sequence
 
 import httpx
 
+from openclaw_rl.tls import tls_context
+
 REPO = Path(__file__).resolve().parents[2]  # repository root (working directory of the server)
 
 
@@ -98,7 +100,7 @@ def start_server(model_path: str, buffer_dir: Path, *extra: str, api_key: str | 
             if proc.poll() is not None:
                 raise RuntimeError(f"server exited with {proc.returncode}:\n{handle.log()}")
             try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2, verify=tls_context()).status_code == 200:
                     return handle
             except httpx.HTTPError:
                 pass

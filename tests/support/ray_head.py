@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 
 from openclaw_rl.server.launcher import free_port
+from openclaw_rl.tls import tls_context
 
 
 def _start_head(bin_dir: Path, env: dict, log_path: Path, temp_dir: str, num_cpus: int):
@@ -35,7 +36,7 @@ def _start_head(bin_dir: Path, env: dict, log_path: Path, temp_dir: str, num_cpu
         if proc.poll() is not None:
             return None
         try:
-            r = httpx.get(f"http://127.0.0.1:{dash}/api/version", timeout=2)
+            r = httpx.get(f"http://127.0.0.1:{dash}/api/version", timeout=2, verify=tls_context())
             if r.status_code == 401 or (r.status_code == 200 and "ray_version" in r.json()):
                 return proc, port, dash
         except (httpx.HTTPError, ValueError):

@@ -11,11 +11,12 @@ from pathlib import Path
 import httpx
 
 from openclaw_rl.capture.store import TrajectoryStore
+from openclaw_rl.tls import tls_context
 
 
 def _chat_turn(server, sid: str, history: list[dict]) -> dict:
     """One chat completions turn; returns the assistant message."""
-    r = httpx.post(server.base_url + "/chat/completions", timeout=120,
+    r = httpx.post(server.base_url + "/chat/completions", timeout=120, verify=tls_context(),
                    headers={"Authorization": f"Bearer {server.api_key}", "X-Session-Id": sid},
                    json={"messages": history, "max_tokens": 6})
     r.raise_for_status()
@@ -25,7 +26,7 @@ def _chat_turn(server, sid: str, history: list[dict]) -> dict:
 def _responses_turn(server, sid: str, history: list[dict]) -> dict:
     """One Responses API turn (``input`` items: the conversation so far); returns the reply as
     an assistant item (its output text)."""
-    r = httpx.post(server.base_url + "/responses", timeout=120,
+    r = httpx.post(server.base_url + "/responses", timeout=120, verify=tls_context(),
                    headers={"Authorization": f"Bearer {server.api_key}", "X-Session-Id": sid},
                    json={"input": history, "max_output_tokens": 6})
     r.raise_for_status()
@@ -35,7 +36,7 @@ def _responses_turn(server, sid: str, history: list[dict]) -> dict:
 
 def _messages_turn(server, sid: str, history: list[dict]) -> dict:
     """One Anthropic Messages API turn; returns the reply as an assistant message (its text)."""
-    r = httpx.post(server.base_url + "/messages", timeout=120,
+    r = httpx.post(server.base_url + "/messages", timeout=120, verify=tls_context(),
                    headers={"x-api-key": server.api_key, "X-Session-Id": sid},
                    json={"messages": history, "max_tokens": 6})
     r.raise_for_status()

@@ -7,6 +7,8 @@ from contextlib import contextmanager
 
 import httpx
 
+from openclaw_rl.tls import tls_context
+
 
 @contextmanager
 def streaming_traffic(v1_url: str, headers: dict, clients: int = 2):
@@ -18,7 +20,7 @@ def streaming_traffic(v1_url: str, headers: dict, clients: int = 2):
 
     def talk():
         while not stop.is_set():
-            r = httpx.post(v1_url + "/chat/completions", headers=headers, timeout=120,
+            r = httpx.post(v1_url + "/chat/completions", headers=headers, timeout=120, verify=tls_context(),
                            json={"messages": [{"role": "user", "content": "keep talking"}],
                                  "max_tokens": 6, "stream": True, "session_id": "traffic"})
             statuses.append(r.status_code if r.text.rstrip().endswith("[DONE]") else -1)

@@ -26,6 +26,7 @@ import uuid
 import httpx
 
 from openclaw_rl.envs.swe.containers import ContainerError, ContainerManager
+from openclaw_rl.tls import tls_context
 
 __all__ = ["BackendError", "open_container", "local_manager"]
 
@@ -114,7 +115,7 @@ def _post(http: httpx.Client, url: str, path: str, body: dict) -> dict:
 
 def _client(timeout: float) -> httpx.Client:
     key = os.environ.get("POOL_API_KEY")
-    return httpx.Client(timeout=httpx.Timeout(timeout + 60.0, connect=30.0),
+    return httpx.Client(timeout=httpx.Timeout(timeout + 60.0, connect=30.0), verify=tls_context(),
                         headers={"Authorization": f"Bearer {key}"} if key else {})
 
 
