@@ -139,11 +139,6 @@ class Engine(abc.ABC):
     #: whether ``generate_stream(..., multimodal=...)`` takes images (a vision-language model on
     #: an engine that runs its vision tower; see :mod:`openclaw_rl.engine.multimodal`).
     supports_images: bool = False
-    #: the model's ``transformers`` tokenizer when the engine loaded one for itself (the
-    #: transformers engine does, for its stop ids and grammars), else None. The server then uses
-    #: this one instead of loading a second (about 1.2 CPU-s on the Qwen vocabulary); both only
-    #: read it (no padding or truncation is set on it).
-    tokenizer: object | None = None
 
     @property
     @abc.abstractmethod

@@ -68,7 +68,7 @@ def build_server(config: "ServerConfig", engine=None):
         engine = create_engine(config.backend, config.model_path, **engine_options(config))
     if config.grammar_warmup and engine.supports_grammar:
         threading.Thread(target=_warm_up, args=(engine,), name="grammar-warmup", daemon=True).start()
-    tokenizer = engine.tokenizer if engine.tokenizer is not None else load_tokenizer(config.model_path)
+    tokenizer = load_tokenizer(config.model_path)
     processor = load_processor(resolve_model_path(config.model_path))  # None for a text-only model
     store = recorder = lessons = None
     admission = AdmissionControl(config.max_running_requests, config.max_queued_requests)
