@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from openclaw_rl.chat_templates import QWEN3_CHAT_TEMPLATE, QWEN3_SPECIAL_TOKENS, SMOLLM2_CHAT_TEMPLATE
+from slime.trainer.models import load_tokenizer as shared_tokenizer
 
 BUILTIN_PREFIX = "builtin:"
 BUILTIN_MODELS = ("smollm2-135m", "tiny-qwen3", "tiny-qwen2-vl")
@@ -308,10 +309,13 @@ _BUILDERS = {"smollm2-135m": _build_smollm2, "tiny-qwen3": _build_tiny_qwen3, "t
 
 
 def load_tokenizer(model_path: str | os.PathLike):
-    """Load the tokenizer of a model path (``builtin:`` names accepted)."""
-    from transformers import AutoTokenizer
+    """The tokenizer of a model path (``builtin:`` names accepted), loaded once per process and
+    shared by every caller (:func:`slime.trainer.models.load_tokenizer`): read it, do not change it.
 
-    return AutoTokenizer.from_pretrained(resolve_model_path(model_path))
+    Raises:
+        ValueError: an unknown ``builtin:`` name. OSError: a folder without a tokenizer.
+    """
+    return shared_tokenizer(resolve_model_path(model_path))
 
 
 def load_model(model_path: str | os.PathLike, dtype=None):

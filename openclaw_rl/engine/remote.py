@@ -33,6 +33,7 @@ from openclaw_rl.engine.base import (Engine, EngineError, GenerationOutput, chec
                                      SamplingParams, TokenEvent)
 from openclaw_rl.engine.replicas import Replica, ReplicaSet
 from openclaw_rl.engine.weight_folder import engine_weights_folder
+from openclaw_rl.models import load_tokenizer
 from openclaw_rl.tls import tls_context
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,7 @@ def eos_token_ids(model_folder: Path, vocab_size: int | None = None) -> frozense
     """The ids that end a completion for the model in ``model_folder``: the generation config's
     EOS, the tokenizer's EOS, ``<|im_end|>`` and ``<|endoftext|>`` (as the transformers engine
     stops)."""
-    from transformers import AutoTokenizer, GenerationConfig
+    from transformers import GenerationConfig
 
     ids: list[int] = []
     try:
@@ -71,7 +72,7 @@ def eos_token_ids(model_folder: Path, vocab_size: int | None = None) -> frozense
         ids += [eos] if isinstance(eos, int) else list(eos or [])
     except OSError:  # no generation_config.json
         pass
-    tok = AutoTokenizer.from_pretrained(model_folder)
+    tok = load_tokenizer(model_folder)  # shared in this process (the server's too): only read
     unk = tok.unk_token_id
     for i in (tok.eos_token_id, tok.convert_tokens_to_ids("<|im_end|>"), tok.convert_tokens_to_ids("<|endoftext|>")):
         if isinstance(i, int) and i != unk:

@@ -40,7 +40,7 @@ from openclaw_rl.engine.sampling import sample_next_token
 from openclaw_rl.engine.scheduler import DONE, Batch, BatchScheduler, Request
 from openclaw_rl.engine.weight_check import (InvalidWeightsError, check_state_dict, load_checked_adapter,
                                              load_checked_model)
-from openclaw_rl.models import load_model, resolve_model_path
+from openclaw_rl.models import load_model, load_tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +88,7 @@ class TransformersEngine(Engine):
         self.max_context = int(max_ctx)
         eos = self._model.generation_config.eos_token_id
         eos = [eos] if isinstance(eos, int) else list(eos or [])
-        from transformers import AutoTokenizer
-        self.tokenizer = tok = AutoTokenizer.from_pretrained(resolve_model_path(model_path))
+        self.tokenizer = tok = load_tokenizer(model_path)  # shared in this process: only read
         eos += [i for i in (tok.eos_token_id, tok.convert_tokens_to_ids("<|im_end|>"),
                             tok.convert_tokens_to_ids("<|endoftext|>")) if isinstance(i, int)]
         self.eos_token_ids = frozenset(i for i in eos if i is not None and 0 <= i < cfg.vocab_size)

@@ -9,6 +9,7 @@ no scheme itself.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -55,11 +56,51 @@ def check_model_path(model_path: str | os.PathLike) -> str:
     return str(folder)
 
 
+#: the tokenizers this process loaded: (folder, its tokenizer files' stamp) -> tokenizer
+_TOKENIZERS: dict[tuple[str, tuple], Any] = {}
+_TOKENIZERS_LOCK = threading.Lock()
+#: the files ``AutoTokenizer`` reads from a folder (a change to any of them loads it again)
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+                    "vocab.json", "merges.txt", "tokenizer.model", "chat_template.jinja", "chat_template.json")
+
+
+def _tokenizer_stamp(folder: str) -> tuple:
+    """``(name, mtime_ns, size)`` of each tokenizer file in ``folder`` (empty for a hub id)."""
+    out = []
+    for name in _TOKENIZER_FILES:
+        try:
+            st = os.stat(os.path.join(folder, name))
+        except OSError:
+            continue
+        out.append((name, st.st_mtime_ns, st.st_size))
+    return tuple(out)
+
+
 def load_tokenizer(model_path: str | os.PathLike) -> Any:
-    """The tokenizer of ``model_path`` (transformers ``AutoTokenizer``)."""
+    """The tokenizer of ``model_path`` (transformers ``AutoTokenizer``), loaded once per process.
+
+    A Qwen-vocabulary tokenizer takes about 1.2 CPU-seconds to load (``tokenizer.json`` is parsed
+    twice, once in Python), and a process asks for the same one from several places (the judge,
+    the teacher, the text turns of the rollout; a test process for many tests). Every caller gets
+    the same object while the folder's tokenizer files are unchanged (their modification times
+    and sizes); a changed file loads it again. Thread-safe.
+
+    The object is shared: read it (encode, decode, chat templates), do not change it (its
+    ``chat_template``, special tokens, padding or truncation); ``copy.copy`` it first.
+
+    Raises:
+        whatever ``resolve_model_path`` and ``AutoTokenizer.from_pretrained`` raise (``OSError``
+        for a folder without a tokenizer, ``ValueError`` for an unknown ``builtin:`` name).
+    """
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(resolve_model_path(model_path))
+    folder = resolve_model_path(model_path)
+    key = (folder, _tokenizer_stamp(folder))
+    with _TOKENIZERS_LOCK:
+        tokenizer = _TOKENIZERS.get(key)
+        if tokenizer is None:
+            tokenizer = _TOKENIZERS[key] = AutoTokenizer.from_pretrained(folder)
+    return tokenizer
 
 
 def load_model(model_path: str | os.PathLike, dtype: Any = None) -> Any:
