@@ -51,7 +51,7 @@ def test_the_loops_build_one_tls_context_in_all(tiny_server, contexts_built):
     assert tls_context() is tls_context()
 
 
-def test_the_context_verifies_as_httpx_does(monkeypatch):
+def test_the_context_verifies_as_httpx_does():
     """What a client trusts is what httpx's default gives: verification and host names on."""
     ctx = tls_context()
     assert ctx.verify_mode == ssl.CERT_REQUIRED and ctx.check_hostname
