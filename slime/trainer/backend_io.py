@@ -22,6 +22,7 @@ import torch
 from slime.trainer.checkpoint import (OPTIMIZER_FILE, STATE_FILE, TrainerState, checkpoint_model_state,
                               find_latest_checkpoint, load_checkpoint, resolve_checkpoint_dir, restore_rng_state,
                               save_checkpoint)
+from slime.trainer.tokenizer_files import SavedTokenizer
 
 
 #: a vision-language model folder's processor files, carried into checkpoints and exports
@@ -42,6 +43,7 @@ class BackendIOMixin:
     checkpoints and exports so they serve images as the base did) is optional."""
 
     processor_files: tuple[Path, ...] = ()
+    _saved_tokenizer: SavedTokenizer | None = None
 
     def save(self, save_dir: str | os.PathLike, step: int | None = None,
              data_cursor: int | str | None = None, *, keep_last: int | None = None,
@@ -64,17 +66,26 @@ class BackendIOMixin:
                              data_cursor=data_cursor, extra=dict(extra or {}))
         dp = self.data_parallel
         if dp is None:
-            return save_checkpoint(save_dir, state, self.model, self.optimizer, self.tokenizer, keep_last=keep_last,
+            return save_checkpoint(save_dir, state, self.model, self.optimizer, self._tokenizer_files(), keep_last=keep_last,
                                    extra_files=self._carried_files())
         weights = dp.full_model_state(self.model, trainable_only=self.is_lora)
         optimizer_state = dp.full_optimizer_state(self.model, self.optimizer)
         path = Path(save_dir) / f"checkpoint-{state.step}"
         if dp.rank == 0:
-            path = save_checkpoint(save_dir, state, self.model, None, self.tokenizer, keep_last=keep_last,
+            path = save_checkpoint(save_dir, state, self.model, None, self._tokenizer_files(), keep_last=keep_last,
                                    model_state=weights, optimizer_state=optimizer_state,
                                    extra_files=self._carried_files())
         dp.barrier()  # no rank returns before the folder is complete
         return path
+
+    def _tokenizer_files(self) -> SavedTokenizer | None:
+        """``self.tokenizer``'s files, written once and copied into each checkpoint and export
+        (:class:`~slime.trainer.tokenizer_files.SavedTokenizer`); None without a tokenizer."""
+        if self.tokenizer is None:
+            return None
+        if self._saved_tokenizer is None or self._saved_tokenizer.tokenizer is not self.tokenizer:
+            self._saved_tokenizer = SavedTokenizer(self.tokenizer)
+        return self._saved_tokenizer
 
     def _carried_files(self) -> tuple[Path, ...]:
         """The processor files a full-model folder gets (none for a LoRA adapter)."""
@@ -174,7 +185,7 @@ class BackendIOMixin:
             shutil.rmtree(tmp)
         self.model.save_pretrained(str(tmp), state_dict=weights, safe_serialization=True)
         if not self.is_lora and self.tokenizer is not None:
-            self.tokenizer.save_pretrained(str(tmp))
+            self._tokenizer_files().save_pretrained(str(tmp))
         for path in self._carried_files():
             shutil.copy2(path, tmp / path.name)
         if out.exists():

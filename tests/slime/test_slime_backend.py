@@ -387,6 +387,32 @@ def test_export_full_model_folder_round_trips(tmp_path):
     assert not any(p.name.startswith(".tmp-") for p in tmp_path.iterdir())
 
 
+def test_exports_and_checkpoints_serialise_the_tokenizer_once(tmp_path, monkeypatch):
+    """Each export and checkpoint carries the tokenizer's files, byte for byte what its own
+    ``save_pretrained`` writes, but the vocabulary is serialised once per backend (~0.22 CPU-s a
+    time for the Qwen tokenizer), not once per published version."""
+    backend = TrainingBackend(_cfg("--model-path", TINY_QWEN3, gbs=1))
+    tokenizer_class = type(backend.tokenizer)
+    calls = []
+    original = tokenizer_class.save_pretrained
+
+    def counted(self, *args, **kwargs):
+        calls.append(args[0] if args else kwargs.get("save_directory"))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(tokenizer_class, "save_pretrained", counted)
+    folders = [backend.export_weights(tmp_path / f"export-{i}") for i in range(3)]
+    folders.append(backend.save(tmp_path / "ckpt", step=1))
+    assert len(calls) == 1
+    direct = tmp_path / "direct"
+    original(backend.tokenizer, str(direct))
+    names = sorted(p.name for p in direct.iterdir())
+    assert "tokenizer.json" in names
+    for folder in folders:
+        for name in names:
+            assert (folder / name).read_bytes() == (direct / name).read_bytes(), (folder, name)
+
+
 def test_gradient_checkpointing_and_cpu_offload_do_not_change_the_update(make_tiny_model):
     samples = _samples(4)
     plain = TrainingBackend(_cfg(mbs=2), model=make_tiny_model())
