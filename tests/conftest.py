@@ -63,11 +63,14 @@ def tool_server(tmp_path_factory, tool_model):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The tests that start a Ray cluster (the longest ones) go first, so that under ``make test``
-    (two pytest-xdist workers, ``--dist load``) both workers start on them and the short tests fill
-    in at the end. Two workers' Ray clusters never meet: each worker runs in its own network
-    namespace (tests/support/netns_python) with its own ``RAY_TMPDIR`` (below)."""
-    items.sort(key=lambda item: item.get_closest_marker("ray") is None)  # stable: Ray tests first
+    """The tests that start a Ray cluster (the longest ones) go first, then the other ``slow``
+    ones (each a minute or more), so that under ``make test`` (two pytest-xdist workers, ``--dist
+    load``) both workers start on them and the short tests fill in at the end: a long test last
+    in line kept one worker busy while the other had nothing left. Two workers' Ray clusters never
+    meet: each worker runs in its own network namespace (tests/support/netns_python) with its own
+    ``RAY_TMPDIR`` (below)."""
+    # stable: Ray tests first, then slow ones, each group in collection order
+    items.sort(key=lambda item: (item.get_closest_marker("ray") is None, item.get_closest_marker("slow") is None))
 
 
 def pytest_configure(config):

@@ -220,6 +220,7 @@ def test_a_text_policy_with_screenshots_only_is_one_line_at_start(monkeypatch):
             assert '"GUI_MAX_IMAGE_HISTORY_LENGTH": "2"' in r.stdout and '"GUI_OBSERVATION_TYPE": "screenshot"' in r.stdout
 
 
+@pytest.mark.slow
 def test_eval_of_a_vision_policy_sends_the_screenshots_as_training_does(tmp_path):
     """``openclaw-rl eval --eval-tasks gui`` runs the family's own task setup with the evaluated
     model's path, so a vision-language policy gets each screenshot as an image part (recorded in

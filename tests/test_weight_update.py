@@ -8,6 +8,7 @@ import json
 import threading
 
 import httpx
+import pytest
 import torch
 
 from openclaw_rl.capture.store import TrajectoryStore
@@ -129,6 +130,7 @@ def test_bad_weight_updates_are_refused_and_serving_continues(tmp_path):
         assert _greedy(server, "same prompt")["choices"][0]["message"]["content"] != before
 
 
+@pytest.mark.slow
 def test_a_request_straddling_the_swap_keeps_its_weights(tmp_path):
     """A streamed request that is generating while new weights are swapped in finishes normally
     and entirely on the weights it started with (its text equals the old weights' greedy text),
