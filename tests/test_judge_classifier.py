@@ -379,3 +379,60 @@ def test_judge_eval_reports_recall_flips_tags_and_languages(tmp_path, capsys):
     de = next(ln for ln in out.splitlines() if ln.startswith("de "))
     assert de.split()[1] == "2" and de.split()[2] == "0.500"  # n, lexical's accuracy
     assert next(ln for ln in out.splitlines() if ln.startswith("explicit ")).split()[1] == "2"
+
+
+@pytest.mark.parametrize("result", [
+    "2025-01-09 22:10:04 WARN [billing] upstream said 502 Bad Gateway, retrying\n"
+    "2025-01-09 22:10:09 ERROR [billing] gave up after 3 tries",
+    "Jan  9 22:11:40 host cron[811]: (backup) job exited with code 3",
+])
+def test_an_http_status_or_exit_code_inside_the_log_the_user_asked_for_is_data(result):
+    assert tool_verdict(result, [_call("exec", command="tail -n 2 /var/log/app.log")],
+                        "What went wrong in the app log last night?").verdict == 1
+
+
+_TRACE = ("Traceback (most recent call last):\n  File \"/srv/jobs/mail.py\", line 12, in send\n"
+          "    smtp.login(user, pw)\nsmtplib.SMTPAuthenticationError: (535, b'bad credentials')")
+
+
+def test_tracebacks_a_search_found_are_data_the_programs_own_are_failures():
+    search = [_call("exec", command="grep -h -A3 Traceback logs/jobs-*.log | head -n 20")]
+    assert tool_verdict(_TRACE, search, "Find the last crash in the job logs.").verdict == 1
+    run = [_call("exec", command="python /srv/jobs/mail.py")]
+    assert tool_verdict(_TRACE, run, "Send the test mail, and show me what fails if it does.").verdict == -1
+    # the search itself failing is still a failure
+    assert tool_verdict("grep: logs/jobs-*.log: No such file or directory", search,
+                        "Find the last crash in the job logs.").verdict == -1
+
+
+@pytest.mark.parametrize("result", [
+    "Der Befehl \"node\" ist entweder falsch geschrieben oder\nkonnte nicht gefunden werden.",
+    "'gradle' n'est pas reconnu en tant que commande interne\nou externe, un programme exécutable ou un fichier de commandes.",
+    "\"pip\" no se reconoce como un comando interno o externo,\nprograma o archivo por lotes ejecutable.",
+    "'npm' 不是内部或外部命令，也不是可运行的程序\n或批处理文件。",
+    "Failed to stop postgresql.service: Access denied\nSee system logs for details.",
+    "sudo: pam_authenticate failed: Authentication failure",
+])
+def test_windows_and_access_check_refusals_are_failures(result):
+    assert tool_verdict(result, [_call("exec", command="x")], "Run it.").verdict == -1
+
+
+def test_python_code_that_writes_over_a_file_to_keep_is_an_overwrite():
+    request = "Normalise the emails and save the result as contacts_clean.csv. Keep contacts.csv as it is."
+    over = [_call("python", code="import pandas as pd\ndf = pd.read_csv('contacts.csv')\n"
+                                 "df['email'] = df.email.str.lower()\ndf.to_csv('contacts.csv', index=False)")]
+    assert tool_verdict("done", over, request).verdict == -1
+    new = [_call("python", code="import pandas as pd\ndf = pd.read_csv('contacts.csv')\n"
+                                "df['email'] = df.email.str.lower()\ndf.to_csv('contacts_clean.csv', index=False)")]
+    assert tool_verdict("done", new, request).verdict == 1
+
+
+@pytest.mark.parametrize("result, expected", [
+    ("Overwrote notes.md (42 lines -> 5 lines)", -1),
+    ("Wrote 61 bytes to notes.md (existing file replaced; previous size 2,480 bytes)", -1),
+    ("Overwrote notes.md (42 lines -> 47 lines)", 1),
+    ("Wrote 2,541 bytes to notes.md (existing file replaced; previous size 2,480 bytes)", 1),
+])
+def test_a_write_that_shrinks_a_file_the_user_asked_to_add_to_is_an_overwrite(result, expected):
+    write = [_call("write_file", path="notes.md", content="## Next steps\n- call Dana\n")]
+    assert tool_verdict(result, write, "Add a 'Next steps' section to notes.md, keep the rest.").verdict == expected

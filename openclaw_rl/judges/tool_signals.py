@@ -10,23 +10,31 @@ In order, the first rule that applies decides:
    returned before (the reference system's judge rewarded such loops); running the tests again
    after an edit is not a repeat, and neither is a call whose result now differs from what the
    same call returned before (something changed that the rule could not see, e.g. a restart);
-2. **overwrote a user's file** (``-1``): a writing call (a write / save / create tool, or a shell
-   command with ``>``, ``tee``, ``cp``, ``mv`` onto a path) whose target file already existed (it
+2. **overwrote a user's file** (``-1``): a writing call (a write / save / create tool, a shell
+   command with ``>``, ``tee``, ``cp``, ``mv``, ``sed -i`` onto a path, or code in a ``code`` /
+   ``script`` argument that opens a file for writing, ``open(f, "w")``, ``df.to_csv(f)``,
+   ``Path(f).write_text``, ``np.save(f)``) whose target file already existed (it
    is named earlier in the conversation or in the request, or the result says it was overwritten
    or that its previous contents were replaced) while the user's request did not ask to write to
    that file (an edit verb under a negation, "suggest changes but don't change it", or advice,
    "review it and suggest fixes", asks for none; a creating verb, "generate a requirements.txt",
    "export to results.csv", asks for the file), or asked to leave it as it is ("keep notes.md as it
-   is", "don't touch config.yaml");
+   is", "don't touch config.yaml"); or the request asked to add to the file or keep what it holds
+   ("add a section to README.md, keep the rest", "don't lose my keys") and the result reports it
+   smaller ("14 lines -> 3 lines", "wrote 49 bytes ... previous size 6,118 bytes");
 3. **error caused by the call** (``-1``), read from the result's structure, not from words
    anywhere in it: a JSON object with an ``error`` key (unless the request asked for errors: an
    error tracker's event is data), ``ok`` / ``success`` false, a non-zero
    ``exit_code`` / ``returncode`` or an HTTP status 400-599; a Python traceback or an
-   ``XxxError: ...`` line outside a log line; ``command not found``, ``No such file or directory``,
-   ``Permission denied`` (also as German, French, Spanish and Chinese shells print them), a
-   Node.js stack frame, ``fatal:`` / ``error:`` opening the result; ``exit code N`` (N > 0, also
-   ``Exit-Code N``, ``code de sortie N``, ``código de salida N``, ``退出码 N``); an
-   ``HTTP/1.1 404`` status line or ``404 Not Found``; a timeout, segfault or refused connection;
+   ``XxxError: ...`` line outside a log line (data when the call itself searched for such text,
+   ``grep -A4 Traceback app.log``); ``command not found``, ``No such file or directory``,
+   ``Permission denied``, ``Access denied``, an authentication failure (also as German, French,
+   Spanish and Chinese shells print them, and Windows' "is not recognized as an internal or
+   external command" in those languages), a Node.js stack frame, ``fatal:`` / ``error:`` opening
+   the result; ``exit code N`` (N > 0, also ``Exit-Code N``, ``code de sortie N``, ``código de
+   salida N``, ``退出码 N``); an ``HTTP/1.1 404`` status line or ``404 Not Found``; a timeout,
+   segfault or refused connection. Exit codes and HTTP statuses inside log lines are data, as the
+   log lines are;
 3a. **tests still fail after a fix** (``-1``): the user asked for a fix ("fix the bug", "make the
    tests pass"), the assistant has changed state since that request, and the result is a test
    runner's summary reporting failures (pytest, unittest, jest, mocha, cargo, go, rspec). Before
@@ -161,6 +169,14 @@ def _text(content: Any) -> str:
 
 _WRITE_TOOL = re.compile(r"write|save|create_file|put_file|overwrite|dump|store_file|upload", re.I)
 _PATH_KEYS = ("path", "file", "filename", "file_path", "filepath", "target", "dest", "destination", "output")
+#: arguments that hold a program (a Python / notebook tool) and the writes that replace a whole file in it:
+#: ``open("f", "w")``, pandas' ``df.to_csv("f")``, ``Path("f").write_text(...)``, ``np.save("f", ...)``
+_CODE_KEYS = ("code", "script", "source", "program", "python")
+_CODE_WRITE = re.compile(
+    r"""\bopen\(\s*(?:r|f)?(?P<q1>['"])(?P<path>[^'"\n]+)(?P=q1)\s*,\s*(?:mode\s*=\s*)?['"][wx]b?\+?['"]|"""
+    r"""\.to_(?:csv|json|excel|parquet|pickle|feather|html|markdown|xml|stata|hdf)\(\s*(?:path_or_buf\s*=\s*)?(?P<q2>['"])(?P<path2>[^'"\n]+)(?P=q2)|"""
+    r"""\bPath\(\s*(?P<q3>['"])(?P<path3>[^'"\n]+)(?P=q3)\s*\)\.write_(?:text|bytes)\b|"""
+    r"""\bnp\.save(?:txt|z)?\(\s*(?P<q4>['"])(?P<path4>[^'"\n]+)(?P=q4)""")
 
 
 def _write_targets(call: Any) -> list[str]:
@@ -168,6 +184,11 @@ def _write_targets(call: Any) -> list[str]:
     targets = []
     if isinstance(args, Mapping) and _WRITE_TOOL.search(name):
         targets += [str(args[k]) for k in _PATH_KEYS if isinstance(args.get(k), str)]
+    for key in _CODE_KEYS:
+        code = args.get(key) if isinstance(args, Mapping) else None
+        if isinstance(code, str):
+            targets += [next(g for g in m.group("path", "path2", "path3", "path4") if g)
+                        for m in _CODE_WRITE.finditer(code)]
     command = args.get("command") or args.get("cmd") if isinstance(args, Mapping) else None
     if isinstance(command, str):
         targets += re.findall(r"(?<!>)>\s*([^\s;&|>]+)", command)  # "> file", not ">> file"
@@ -235,9 +256,30 @@ def _kept(base: str, request: str) -> bool:
                 or re.search(name + r"`?" + _KEEP_AFTER, request, re.I))
 
 
+#: a request to add to a file or to keep what it holds ("add a section", "don't lose my keys")
+_ADDS = re.compile(r"\b(add|append|insert|keep (everything|all|the rest)|do(n'?t| not) (lose|delete|remove|drop)|"
+                   r"without (losing|removing|deleting|dropping)|whatever is missing)\b", re.I)
+#: a write's report that the file got smaller: "14 lines -> 3 lines", "1204 -> 1180 rows",
+#: "wrote 49 bytes (previous size 6,118 bytes)"
+_SIZE_CHANGE = re.compile(r"(?P<a>\d[\d,]*)\s*(lines?|rows?|bytes?|entries|keys)?\s*(->|→|=>)\s*(?P<b>\d[\d,]*)|"
+                          r"\b(?:wrote|written|saved)\s+(?P<b2>\d[\d,]*)\s*bytes?\b.*?\bprevious(?: file)? "
+                          r"(?:size|length)\D{0,3}(?P<a2>\d[\d,]*)", re.I | re.S)
+
+
+def _shrank(next_state: str) -> bool:
+    """Whether the result reports that the written file got smaller (:data:`_SIZE_CHANGE`)."""
+    for m in _SIZE_CHANGE.finditer(next_state or ""):
+        before, after = (m.group("a") or m.group("a2")), (m.group("b") or m.group("b2"))
+        if before and after and int(after.replace(",", "")) < int(before.replace(",", "")):
+            return True
+    return False
+
+
 def overwritten_path(tool_calls, next_state: str, request: str | None,
                      history: Sequence[Mapping] | None) -> str | None:
-    """The path a call of this turn overwrote without being asked to, or None (module rule 2)."""
+    """The path a call of this turn overwrote without being asked to, or None (module rule 2).
+    A file the request asked to add to (or to keep what it holds) that the result reports smaller
+    afterwards counts too: the write replaced what it was asked to keep."""
     earlier = " ".join(_text(m.get("content")) + " " + json.dumps(m.get("tool_calls") or [], ensure_ascii=False)
                        for m in history or [] if isinstance(m, Mapping))
     asked = request or ""
@@ -248,7 +290,8 @@ def overwritten_path(tool_calls, next_state: str, request: str | None,
             base = path.rstrip("/").rsplit("/", 1)[-1]
             existed = bool(base) and (base in earlier or base in asked or bool(_OVERWROTE.search(next_state or "")))
             requested = base in asked and wants_edit and not _kept(base, asked)
-            if existed and not requested:
+            lost = requested and bool(_ADDS.search(asked)) and _shrank(next_state)
+            if existed and (not requested or lost):
                 return path
     return None
 
@@ -256,16 +299,28 @@ def overwritten_path(tool_calls, next_state: str, request: str | None,
 # -------------------------------------------------------------------------------- error structure
 _LOG_LINE = re.compile(r"^\s*(\[?\d{4}[-/.]\d\d[-/.]\d\d|\[?\d\d:\d\d:\d\d|[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d\b|\[?(info|warn|warning|error|err|debug|trace|fatal|"
                        r"critical|notice)\]|.*\blevel=(error|warn|warning|info|debug))", re.I)
-_HARD_LINE = re.compile(
-    r"traceback \(most recent call last\)|^\s*(\w+\.)*\w*(error|exception)\b: |command not found|"
-    r"no such file or directory|permission denied|segmentation fault|core dumped|connection refused|"
-    r"^\s*(fatal|error|err!|npm err!)\s*: |^E: |^\S*sh: (\d+: )?.*not found\s*$|^\s*panic: |cannot find module|is not recognized as an internal or external"
-    r"|unknown (tool|function|command)\b|missing (required )?(argument|parameter)|"
-    r"unexpected keyword argument|invalid (argument|parameter|syntax|json|value|input)|"
-    # the shell's own messages as localised builds print them (bash / coreutils gettext catalogues)
+#: what the environment says when the call itself could not run: the shell, the OS, an access check.
+#: Always a failure, whatever the call searched for.
+_SHELL_LINE = re.compile(
+    r"command not found|no such file or directory|permission denied|operation not permitted|access denied|"
+    r"authentication (failure|failed)|pam_authenticate failed|^\S*sh: (\d+: )?.*not found\s*$|"
+    r"is not recognized as an internal or external|"
+    # the shell's own messages as localised builds print them (bash / coreutils gettext catalogues) and
+    # Windows cmd's "is not recognized as an internal or external command" in German, French, Spanish, Chinese
     r"befehl nicht gefunden|keine berechtigung|datei oder verzeichnis nicht gefunden|commande introuvable|"
     r"permission non accordée|aucun fichier ou dossier de ce type|orden no encontrada|comando no encontrado|"
     r"permiso denegado|no existe el archivo o el directorio|未找到命令|权限不够|没有那个文件或目录|"
+    r"ist entweder falsch geschrieben oder|n'est pas reconnu en tant que commande|"
+    r"no se reconoce como un comando interno|不是内部或外部命令|拒绝访问|zugriff verweigert|accès refusé|acceso denegado",
+    re.I)
+#: what a program prints when it fails: a traceback, an ``XxxError:`` line, a stack frame, a crash.
+#: A failure, unless the call itself searched for such text (``grep Traceback app.log``): then it is data.
+_HARD_LINE = re.compile(
+    r"traceback \(most recent call last\)|^\s*(\w+\.)*\w*(error|exception)\b: |"
+    r"segmentation fault|core dumped|connection refused|"
+    r"^\s*(fatal|error|err!|npm err!)\s*: |^E: |^\s*panic: |cannot find module"
+    r"|unknown (tool|function|command)\b|missing (required )?(argument|parameter)|"
+    r"unexpected keyword argument|invalid (argument|parameter|syntax|json|value|input)|"
     # a JavaScript / Node stack: "    at Module._load (node:internal/modules/cjs/loader:1080:15)"
     r"^\s+at \S.*\(?(node:|file:|/|[a-z]:\\)\S*:\d+:\d+\)?\s*$|^node:internal/|"
     # Ruby ("app.rb:3:in `divide': divided by 0 (ZeroDivisionError)", "from app.rb:7:in `<main>'"),
@@ -306,6 +361,11 @@ _PENDING = re.compile(
     r"(?-i:\b[A-Z]+(_[A-Z]+)*_(IN_PROGRESS|PENDING)(_[A-Z]+)*\b|\bPENDING_[A-Z_]+\b)|"
     r"\bwaiting for .{1,80}\bto (finish|complete|become ready)\b", re.I)
 _TOOL_MARK = re.compile(r"^\s*\[tool[^\]\n]*\]\s*", re.I)
+#: a call that reads or searches text for errors (``grep -A4 Traceback``, ``tail logs/error.log``,
+#: ``docker logs api | grep ERROR``): what it prints is what it looked for, not what it did
+_SEARCH_VERB = re.compile(r"\b(grep|egrep|zgrep|rg|ag|ack|findstr|select-string|search|tail|head|cat|zcat|less|"
+                          r"journalctl|logs|query)\b", re.I)
+_SEARCHED_ERRORS = re.compile(r"\b(errors?|exceptions?|traceback|fail\w*|fatal|panic\w*|crash\w*|warn\w*)\b", re.I)
 
 
 def changed_since_request(history: Sequence[Mapping] | None) -> bool:
@@ -347,22 +407,31 @@ def _json_error(obj: Any, asked_for_errors: bool = False) -> str | None:
     return None
 
 
-def _structural_error(text: str, asked_for_errors: bool) -> str | None:
+def _structural_error(text: str, asked_for_errors: bool, call_searches_errors: bool = False) -> str | None:
+    """Why ``text`` (a tool result) reads as a failure, or None.
+
+    ``asked_for_errors``: the request or the call asks for errors or logs (error words are data).
+    ``call_searches_errors``: the call's own arguments search for error text (``grep Traceback``):
+    the tracebacks and ``XxxError:`` lines it prints are what it looked for; what the shell says
+    about the call itself (no such file, permission denied) still fails it.
+    """
     parsed = _parse_json(text.strip())
     reason = _json_error(parsed, asked_for_errors)
     if reason:
         return reason
-    for m in _EXIT.finditer(text):
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    data_lines = [ln for ln in lines if not _LOG_LINE.match(ln)]
+    # an exit code or an HTTP status inside a log line the call read is data, as any log line is
+    data = "\n".join(data_lines)
+    for m in _EXIT.finditer(data):
         code = m.group("code") or m.group("status") or m.group("bracket")
         if code is not None and int(code) != 0:
             return f"exit code {code}"
-    m = _HTTP.search(text)
+    m = _HTTP.search(data)
     if m:
         return "HTTP error status"
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    data_lines = [ln for ln in lines if not _LOG_LINE.match(ln)]
     for ln in data_lines[:3] + data_lines[-3:]:  # errors open or close an output; deep inside it is data
-        hit = _HARD_LINE.search(ln)
+        hit = _SHELL_LINE.search(ln) or (None if call_searches_errors else _HARD_LINE.search(ln))
         if hit:
             return hit.group(0).strip()
     if any(_TIMEOUT.search(ln) for ln in data_lines):  # a timeout in a log line the call read is data
@@ -408,8 +477,9 @@ def tool_verdict(next_state: str | None, tool_calls=None, request: str | None = 
         return ToolVerdict(-1, "tool error: tests still fail after the change")
     # "fix the bug" asks for a fix, not for error data: once the assistant changed something, the
     # errors its check prints are the fix's (the call's own arguments may still ask: grep ERROR)
+    call_searches = bool(_SEARCH_VERB.search(call_args)) and bool(_SEARCHED_ERRORS.search(call_args))
     asked = bool(_ASKS_ERRORS.search(call_args)) or (bool(_ASKS_ERRORS.search(request or "")) and not checking_a_fix)
-    reason = _structural_error(text, asked)
+    reason = _structural_error(text, asked, call_searches)
     if reason:
         return ToolVerdict(-1, f"tool error: {reason}")
     if _PENDING.search(text):
