@@ -272,6 +272,16 @@ def test_memory_baseline_end_to_end_on_the_tiny_model(tmp_path):
     assert "memory seed 1: name-alex " in r.stdout and "table:" in r.stdout
 
 
+def test_the_untrained_floor_end_to_end_on_the_tiny_model(tmp_path):
+    """``--method none``: the sessions run on the base model with nothing judged, trained or
+    injected, and the files agree (the main job has no ``--method none``: the bench once passed it
+    there and the floor never ran)."""
+    out, r = _bench(tmp_path, "--method", "none", "--persona", "name-alex", "--sessions", "2", "--held-out", "2")
+    run = _check_consistent(out, "none", "name-alex", 2)
+    assert run["steps"] == 0 and run["lessons"] == 0 and run["pacing"]["mode"] == "none"
+    assert "none seed 1: name-alex " in r.stdout and "table:" in r.stdout
+
+
 @pytest.mark.ray
 def test_binary_rl_trains_while_the_sessions_run_on_the_tiny_model(tmp_path):
     """One persona, Binary RL on Ray, 4 sessions of batch 2: sessions wait for the trainer, the

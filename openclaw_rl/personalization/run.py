@@ -58,7 +58,8 @@ TRAINED = tuple(sorted(METHOD_ARGS))
 #: methods that do not: the untrained floor and the memory baseline
 BASELINES = ("none", "memory")
 METHODS = (*TRAINED, *BASELINES)
-#: the judge whose accepted hints the memory baseline keeps (the hint judge OPD and Combine use)
+#: the judge whose accepted hints the memory baseline keeps (the hint judge OPD and Combine use); the
+#: baselines parse the main job's flags with this method (``none`` reads only the serving flags)
 MEMORY_JUDGE_METHOD = "opd"
 
 
@@ -71,10 +72,11 @@ def job_args(a: argparse.Namespace, method: str, seed: int) -> argparse.Namespac
     """The main job's flags for this run (:func:`openclaw_rl.main_job.run.parse_main_args`): the
     bench's ``--model-path``, ``--batch-size``, ``--max-tokens``, ``--job-args``, the trainer's
     ``--seed`` and ``--rollout-timeout-s``, and ``--steps`` one more than the counted turns can
-    fill (the sessions end training, not the steps). ``memory`` builds OPD's judge from them."""
+    fill (the sessions end training, not the steps). ``memory`` builds OPD's judge from them; the
+    main job has no ``--method none``, so both baselines parse with :data:`MEMORY_JUDGE_METHOD`."""
     steps = -(-len(a.personas) * a.sessions * a.turns // a.batch_size) + 1
     trainer = f"--seed {seed} --rollout-timeout-s {a.train_wait_s} {a.trainer_args}".strip()
-    return parse_main_args(["--model-path", a.model_path, "--method", MEMORY_JUDGE_METHOD if method == "memory"
+    return parse_main_args(["--model-path", a.model_path, "--method", MEMORY_JUDGE_METHOD if method in BASELINES
                             else method, "--batch-size", str(a.batch_size), "--max-tokens", str(a.max_tokens),
                             "--steps", str(steps), *shlex.split(a.job_args), "--trainer-args", trainer])
 
