@@ -12,6 +12,7 @@ import pytest
 # calls then take the lazy path, and tests/test_grammar_off_loop.py covers the warm-up itself.
 os.environ.setdefault("OPENCLAW_GRAMMAR_WARMUP", "0")
 
+from tests.support.ray_head import SharedRayHead
 from tests.support.server import running_server
 from tests.support.tool_model import EXEC_WORKDIR
 
@@ -32,17 +33,33 @@ def tiny_classifier(tmp_path_factory):
     return build_tiny_classifier(tmp_path_factory.mktemp("tiny_classifier"))
 
 
-@pytest.fixture(scope="session")
-def ray_head(tmp_path_factory):
+_RAY_HEAD = pytest.StashKey[SharedRayHead]()
+
+
+@pytest.fixture
+def ray_head(request, tmp_path_factory):
     """A private Ray head on loopback (token auth), one per test process (each xdist worker): the
     tests submit their jobs to it one after another (each job its own driver, runtime env and
     actors, gone when the job ends), so no test pays the head's start (~15 s on 2 cores) again;
-    yields ``(gcs_port, dashboard_port)``. Tests that need their own cluster use
+    returns ``(gcs_port, dashboard_port)``. The head stops once the process has no Ray test left
+    (:func:`pytest_runtest_teardown`). Tests that need their own cluster use
     :func:`tests.support.ray_head.private_ray_head` directly."""
-    from tests.support.ray_head import private_ray_head
+    return request.config.stash[_RAY_HEAD].ports(tmp_path_factory.mktemp("ray_head"))
 
-    with private_ray_head(tmp_path_factory.mktemp("ray_head")) as ports:
-        yield ports
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After a test's own teardown: stop the shared Ray head when the next test of this process is
+    not a Ray test. Ray tests run first (:func:`pytest_collection_modifyitems`), so none follows."""
+    yield
+    if nextitem is None or nextitem.get_closest_marker("ray") is None:
+        item.config.stash[_RAY_HEAD].stop()
+
+
+def pytest_unconfigure(config):
+    """Stop the shared Ray head if a run ended early (an interrupt, ``-x``)."""
+    if _RAY_HEAD in config.stash:
+        config.stash[_RAY_HEAD].stop()
 
 
 @pytest.fixture(scope="session")
@@ -78,6 +95,7 @@ def pytest_configure(config):
     ``ray_current_cluster`` address file and ``session_latest`` that two clusters would share).
     In the controller: the Ray auth token is created once before the workers start, so two
     workers' first ``ray get-auth-token --generate`` cannot write two different tokens."""
+    config.stash[_RAY_HEAD] = SharedRayHead()
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker:
         import tempfile

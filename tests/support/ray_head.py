@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import httpx
@@ -89,6 +89,34 @@ def private_ray_head(log_dir: Path, num_cpus: int = 2):
             _stop(proc)
     finally:
         shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+class SharedRayHead:
+    """One test process's Ray head (:func:`private_ray_head`), started by the first test that asks
+    for it and stopped by :meth:`stop` once the process has no Ray test left to run: an idle head
+    (GCS, raylet, dashboard, agents, log monitor, two prestarted workers) costs ~4.5 CPU-s a minute
+    on 2 cores, and ``make test`` runs its Ray tests first and everything else for ~15 minutes
+    after. A test that needs it again after a stop starts a new one.
+    """
+
+    def __init__(self) -> None:
+        self._stack: ExitStack | None = None
+        self._ports: tuple[int, int] | None = None
+
+    def ports(self, log_dir: Path) -> tuple[int, int]:
+        """``(gcs_port, dashboard_port)`` of the running head, started now (logs in ``log_dir``)
+        when none runs. Raises ``RuntimeError`` as :func:`private_ray_head`."""
+        if self._ports is None:
+            stack = ExitStack()
+            self._ports = stack.enter_context(private_ray_head(log_dir))
+            self._stack = stack
+        return self._ports
+
+    def stop(self) -> None:
+        """Stop the head by PID if one runs (:func:`private_ray_head`'s exit); idempotent."""
+        stack, self._stack, self._ports = self._stack, None, None
+        if stack is not None:
+            stack.close()
 
 
 def job_env(port: int, dash: int, **extra: str) -> dict:
