@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from openclaw_rl.judges.cases import (HELDOUT_V8_PATH, HELDOUT_V9_PATH, HELDOUT_V10_PATH, HELDOUT_V11_PATH,
-                                      HELDOUT_V12_PATH, HELDOUT_V13_PATH, MEASURED_SETS, load_cases)
+                                      HELDOUT_V12_PATH, HELDOUT_V13_PATH, HELDOUT_V14_PATH, MEASURED_SETS,
+                                      load_cases)
 from openclaw_rl.judges.classifier import training_examples
 from openclaw_rl.judges.modes import PRM_MODES, make_local_backend, resolve_prm_mode
 from openclaw_rl.judges.probe import RECIPE, HiddenStateEncoder, mix_probs, probe_examples, train_probe
@@ -54,10 +55,10 @@ def test_training_is_deterministic_and_mixing_normalises():
 
 
 @pytest.mark.parametrize("held_out_path", [HELDOUT_V8_PATH, HELDOUT_V9_PATH, HELDOUT_V10_PATH, HELDOUT_V11_PATH,
-                                            HELDOUT_V12_PATH, HELDOUT_V13_PATH],
-                         ids=["v8", "v9", "v10", "v11", "v12", "v13"])
+                                            HELDOUT_V12_PATH, HELDOUT_V13_PATH, HELDOUT_V14_PATH],
+                         ids=["v8", "v9", "v10", "v11", "v12", "v13", "v14"])
 def test_training_data_never_reads_the_held_out_sets(held_out_path):
-    """heldout_v8 to v13 are blind sets no judge trains on; v6 and v7, measured before, are trained on."""
+    """heldout_v8 to v14 are blind sets no judge trains on; v6 and v7, measured before, are trained on."""
     probe_rows, classifier_rows = probe_examples(), training_examples()
     assert {r[3] for r in probe_rows} == set(VERDICTS) and len(probe_rows) > 1500
     held_out = {(c.next_state, c.request) for c in load_cases(held_out_path) if c.role == "user"}

@@ -41,7 +41,7 @@ from openclaw_rl.judges.prompts import JudgeInput
 
 __all__ = ["JudgeCase", "CaseFormatError", "DEFAULT_CASES_PATH", "HELDOUT_CASES_PATH", "HELDOUT_V6_PATH",
            "HELDOUT_V7_PATH", "HELDOUT_V8_PATH", "HELDOUT_V9_PATH", "HELDOUT_V10_PATH", "HELDOUT_V11_PATH",
-           "HELDOUT_V12_PATH", "HELDOUT_V13_PATH",
+           "HELDOUT_V12_PATH", "HELDOUT_V13_PATH", "HELDOUT_V14_PATH",
            "MEASURED_SETS", "load_cases", "parse_case"]
 
 DEFAULT_CASES_PATH = Path(__file__).parent / "data" / "judge_cases.jsonl"
@@ -49,7 +49,7 @@ DEFAULT_CASES_PATH = Path(__file__).parent / "data" / "judge_cases.jsonl"
 #: ``heldout-v1`` / ``-v2`` / ``-v3`` by when they were written; docs/judges.md)
 HELDOUT_CASES_PATH = Path(__file__).parent / "data" / "heldout_cases.jsonl"
 #: blind batches written later, one file each (docs/judges.md). Each was measured once, unseen;
-#: v6 and v7 are trained on since (:data:`MEASURED_SETS`); v8 to v13 are read by no judge in training.
+#: v6 and v7 are trained on since (:data:`MEASURED_SETS`); v8 to v14 are read by no judge in training.
 HELDOUT_V6_PATH = Path(__file__).parent / "data" / "heldout_v6.jsonl"
 HELDOUT_V7_PATH = Path(__file__).parent / "data" / "heldout_v7.jsonl"
 HELDOUT_V8_PATH = Path(__file__).parent / "data" / "heldout_v8.jsonl"
@@ -61,6 +61,8 @@ HELDOUT_V11_PATH = Path(__file__).parent / "data" / "heldout_v11.jsonl"
 HELDOUT_V12_PATH = Path(__file__).parent / "data" / "heldout_v12.jsonl"
 #: written blind by a helper on 2026-12-06 (nothing of the project read), measured once at f136db8
 HELDOUT_V13_PATH = Path(__file__).parent / "data" / "heldout_v13.jsonl"
+#: written blind by another helper the same day, measured once at c98146b (after the tool-verdict fixes v13 prompted)
+HELDOUT_V14_PATH = Path(__file__).parent / "data" / "heldout_v14.jsonl"
 #: the blind batches already measured, whose user next states the classifier and the probe train on
 MEASURED_SETS = (HELDOUT_V6_PATH, HELDOUT_V7_PATH)
 _REQUIRED = ("request", "response", "next_state", "role", "expected")

@@ -20,7 +20,7 @@ hashing):
 It is trained on the generated corpus (:mod:`.feedback_corpus`, minus its held-back slice) and
 the user next states of the shipped judge case set (:data:`~.cases.DEFAULT_CASES_PATH`, which
 holds every feedback phrasing of the main job's simulated user) and of the blind held-out batches
-already measured (:data:`~.cases.MEASURED_SETS`, v6 and v7; ``heldout_v8.jsonl`` to ``heldout_v13.jsonl`` are never read).
+already measured (:data:`~.cases.MEASURED_SETS`, v6 and v7; ``heldout_v8.jsonl`` to ``heldout_v14.jsonl`` are never read).
 Nothing is committed as weights:
 :func:`load_classifier` builds the model on first use (a few seconds on one CPU core,
 deterministic) into the model cache (``$OPENCLAW_RL_CACHE/models/feedback-classifier-<key>.pt``,

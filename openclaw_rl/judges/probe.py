@@ -23,7 +23,7 @@ The probe is trained on the generated corpus (:mod:`.feedback_corpus`, its train
 ``RECIPE["per_family"]`` examples of each), the user next states of the extended case set
 (:data:`~.cases.DEFAULT_CASES_PATH`) and of the held-out batches named in ``RECIPE["case_tags"]``
 (:data:`~.cases.HELDOUT_CASES_PATH`) and of the later blind batches already measured
-(:data:`~.cases.MEASURED_SETS`, v6 and v7). ``heldout_v8.jsonl`` to ``heldout_v13.jsonl`` are never read here. Nothing is
+(:data:`~.cases.MEASURED_SETS`, v6 and v7). ``heldout_v8.jsonl`` to ``heldout_v14.jsonl`` are never read here. Nothing is
 committed as weights: :func:`load_probe` builds it on first use (encoding the examples with the
 judge model is most of the cost; deterministic on one machine) into
 ``$OPENCLAW_RL_CACHE/models/feedback-probe-<key>.pt``; the key hashes the recipe, the judge
