@@ -68,7 +68,8 @@ test: install
 	bash tests/openclaw_agent/install.sh example examples/typescript >/dev/null
 	$(PY) -m tests.support.build_models
 	OPENCLAW_TEST_PYTHON=$(abspath $(PY)) $(NETNS) $(PY) -m pytest -q -p no:cacheprovider --durations=15 \
-	  --tx $(TEST_WORKERS)*popen//python=tests/support/netns_python --dist load -m "not exhaustive and not vllm" $(PYTEST_ARGS)
+	  --tx $(TEST_WORKERS)*popen//python=tests/support/netns_python --dist loadscope --no-loadscope-reorder \
+	  -m "not exhaustive and not vllm" $(PYTEST_ARGS)
 
 # every item of the data sets checked (e.g. each AgentBench training task's known-good and wrong answers)
 test-exhaustive: install

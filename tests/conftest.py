@@ -81,11 +81,13 @@ def tool_server(tmp_path_factory, tool_model):
 
 def pytest_collection_modifyitems(config, items):
     """The tests that start a Ray cluster (the longest ones) go first, then the other ``slow``
-    ones (each a minute or more), so that under ``make test`` (two pytest-xdist workers, ``--dist
-    load``) both workers start on them and the short tests fill in at the end: a long test last
-    in line kept one worker busy while the other had nothing left. Two workers' Ray clusters never
-    meet: each worker runs in its own network namespace (tests/support/netns_python) with its own
-    ``RAY_TMPDIR`` (below)."""
+    ones (each a minute or more). ``make test`` hands whole modules to its two pytest-xdist
+    workers in this order (``--dist loadscope --no-loadscope-reorder``), the next one to whichever
+    worker is nearly done, so both start on the long modules and the short ones fill in at the
+    end. (``--dist load`` sent each worker a quarter of the suite at once: the first quarter held
+    every Ray test, and at the end one worker ran them alone for ~10 minutes while the other had
+    nothing left.) Two workers' Ray clusters never meet: each worker runs in its own network
+    namespace (tests/support/netns_python) with its own ``RAY_TMPDIR`` (below)."""
     # stable: Ray tests first, then slow ones, each group in collection order
     items.sort(key=lambda item: (item.get_closest_marker("ray") is None, item.get_closest_marker("slow") is None))
 
