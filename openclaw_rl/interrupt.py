@@ -10,7 +10,9 @@ started. Used by ``openclaw-rl eval`` and the main job (``make run``); exit code
 
 from __future__ import annotations
 
+import os
 import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -29,6 +31,12 @@ def sigterm_unwinds() -> Iterator[None]:
     """While inside: SIGTERM raises :class:`Terminated` (the previous handler is put back after).
     A no-op outside the main thread (``signal.signal`` only works there)."""
     def handler(signum, frame):
+        if frame is not None and frame.f_code.co_filename.startswith("<frozen importlib"):
+            # inside the import machinery's callbacks (a module lock's weakref callback) Python
+            # prints an exception raised here as "ignored" and goes on: deliver the signal again
+            # once the import has moved on, so it unwinds from ordinary code
+            threading.Timer(0.05, os.kill, (os.getpid(), signum)).start()
+            return
         raise Terminated()
 
     try:
