@@ -9,6 +9,7 @@ import math
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -114,6 +115,20 @@ def test_a_degenerate_reply_fails_every_paper_persona_like_the_main_jobs_user(na
                     ARITH) is False  # off the question
 
 
+def test_why_a_first_reply_missed_follows_the_users_reaction():
+    """The report's reasons, hand-checked: the rule first (the user restates it, cut or not), then
+    what a person rejects in a reply that meets it; None for a pass."""
+    student, teacher = get_persona("student", WORDS), get_persona("teacher", WORDS)
+    plain = "Tom starts with 3 apples and buys 4 more apples, so he has 7 apples now."
+    assert student.miss_reason(plain, ARITH) is None and student.passes(plain, ARITH)
+    assert student.miss_reason(plain, ARITH, cut=True) == "cut_off" and not student.passes(plain, ARITH, cut=True)
+    assert student.miss_reason("Tom has **7 apples** since 3 plus 4 apples is 7.", ARITH, cut=True) == "rule"
+    assert teacher.miss_reason(plain, ARITH, cut=True) == "rule"  # no warm phrase: that is what the user says
+    assert teacher.miss_reason("Well done, the weather in Paris is lovely this spring for a walk.", ARITH) == "no_answer"
+    assert teacher.miss_reason("Well done! Tom has apples and more apples. " * 12, ARITH) == "over_application"
+    assert student.miss_reason("  ", ARITH) == "empty"
+
+
 def test_project_preferences_are_personas_with_their_own_rule():
     assert set(PREFERENCES) <= set(PERSONAS) and set(PAPER_PERSONAS) <= set(PERSONAS)
     alex = get_persona("name-alex", WORDS)
@@ -183,6 +198,25 @@ def test_table_means_intervals_and_significance_on_hand_made_runs():
     assert "not reached within 6 counts as 6" in lines[0]
 
 
+def test_the_table_says_why_first_replies_missed():
+    """Shares of all first replies over the seeds and personas, most first; '-' for runs that did not
+    record why (files from before the column)."""
+    runs = [_run("none", seed, {"ta": [0] * 6, "teacher": [0, 1, 0, 0, 0, 0]}) for seed in (1, 2)]
+    for r, (ta, teacher) in zip(runs, [({"cut_off": 4, "rule": 2}, {"rule": 5}),
+                                       ({"cut_off": 6}, {"rule": 4, "no_answer": 1})]):
+        r["personas"]["ta"]["misses"], r["personas"]["teacher"]["misses"] = ta, teacher
+    agg = aggregate(runs)["none"]
+    assert agg["ta"]["misses"] == {"cut_off": 10 / 12, "rule": 2 / 12}
+    assert agg["teacher"]["misses"] == {"rule": 9 / 12, "no_answer": 1 / 12}
+    assert agg[JOINT]["misses"] == {"rule": 11 / 24, "cut_off": 10 / 24, "no_answer": 1 / 24}
+    lines = table_lines(runs)
+    assert any(line.startswith("| none | ta | 6.0 [6.0, 6.0] | 2 (0) | 6, 6 | 0.00 | cut_off 0.83, rule 0.17 |")
+               for line in lines)
+    assert any("| none | joint |" in line and "| rule 0.46, cut_off 0.42, no_answer 0.04 |" in line for line in lines)
+    old = table_lines([_run("rl", 1, {"ta": [1] * 6})])
+    assert any(line.startswith("| rl | ta | 3.0 [-, -] | 1 (1) | 3 | 1.00 | - |") for line in old)
+
+
 def test_one_seed_has_no_interval_but_mcnemar_still_speaks():
     runs = [_run("none", 1, {"ta": [0] * 6}), _run("rl", 1, {"ta": [1] * 6})]
     (c,) = [c for c in comparisons(runs) if c["persona"] == "ta"]
@@ -239,8 +273,10 @@ def _check_consistent(out: Path, method: str, persona: str, sessions: int) -> di
     assert [r["session"] for r in rows] == list(range(1, sessions + 1)) and {r["persona"] for r in rows} == {persona}
     assert not any(r["failed"] for r in rows) and run["failed_requests"] == 0
     p = get_persona(persona, ReplyBudget(8, lambda text: 0))  # name-alex's rule counts no tokens
-    assert [p.passes(r["reply"], r["question"]) for r in rows] == [bool(r["passed"]) for r in rows]
+    assert [p.passes(r["reply"], r["question"], cut=r["cut"]) for r in rows] == [bool(r["passed"]) for r in rows]
+    assert [p.miss_reason(r["reply"], r["question"], cut=r["cut"]) for r in rows] == [r["miss"] for r in rows]
     per = run["personas"][persona]
+    assert per["misses"] == dict(Counter(r["miss"] for r in rows if not r["passed"]).most_common())
     assert per["curve"] == [int(r["passed"]) for r in rows]
     expect = sessions_to_stable([bool(c) for c in per["curve"]])
     assert per["stable"]["sessions"] == expect.sessions and per["stable"]["reached"] == expect.reached

@@ -92,10 +92,22 @@ class BenchPersona:
             raise ValueError(f"persona {self.name!r}: no {self.source} question among the training questions")
         return mine
 
-    def passes(self, reply: str, question: str | None = None) -> bool:
-        """True when ``reply`` (to ``question``, its text) meets the rule and a person accepts it
-        (:meth:`Preference.satisfied`)."""
-        return self.preference.satisfied(reply, question)
+    def passes(self, reply: str, question: str | None = None, *, cut: bool = False) -> bool:
+        """True when ``reply`` (to ``question``, its text; ``cut``: it ended on the token budget)
+        meets the rule and a person accepts it (:meth:`Preference.satisfied`)."""
+        return self.preference.satisfied(reply, question, cut=cut)
+
+    def miss_reason(self, reply: str, question: str | None = None, *, cut: bool = False) -> str | None:
+        """Why ``reply`` (to ``question``; ``cut``: it ended on the token budget) does not pass, or
+        None when it does, in the order of the user's reaction (:meth:`Preference.feedback`):
+        ``"empty"``; ``"rule"`` when the persona's rule fails (the user restates it, whatever else
+        is wrong); else the :meth:`Preference.quality_problem` a person objects to (``"cut_off"``,
+        ``"no_answer"``, ``"repetition_loop"``, ...)."""
+        if not reply.strip():
+            return "empty"
+        if not self.preference.check(reply):
+            return "rule"
+        return self.preference.quality_problem(reply, question, cut=cut)
 
 
 def ta_min_tokens(max_tokens: int) -> int:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from openclaw_rl.evaluation.stats import mcnemar_exact, mean_interval, paired_delta
@@ -46,19 +46,25 @@ def _per_seed(runs: list[dict]) -> dict[tuple[str, str], dict[int, dict]]:
         per = r["personas"]
         for name, p in per.items():
             out[(r["method"], name)][r["seed"]] = {"sessions": p["stable"]["sessions"],
-                                                   "reached": p["stable"]["reached"], "curve": p["curve"]}
+                                                   "reached": p["stable"]["reached"], "curve": p["curve"],
+                                                   "misses": p.get("misses")}
         if len(per) < 2:  # one persona: JOINT would repeat it
             continue
+        misses = [p.get("misses") for p in per.values()]
         out[(r["method"], JOINT)][r["seed"]] = {
             "sessions": sum(p["stable"]["sessions"] for p in per.values()) / len(per),
             "reached": all(p["stable"]["reached"] for p in per.values()),
-            "curve": [c for p in per.values() for c in p["curve"]]}
+            "curve": [c for p in per.values() for c in p["curve"]],
+            "misses": None if None in misses else dict(sum((Counter(m) for m in misses), Counter()))}
     return out
 
 
 def aggregate(runs: list[dict]) -> dict[str, dict[str, dict]]:
     """``{method: {persona or JOINT: {"mean", "ci95", "seeds", "reached", "values", "pass_rate",
-    "heldout_before", "heldout_after"}}}`` (held-out means over seeds, None when not measured)."""
+    "misses", "heldout_before", "heldout_after"}}}``: ``misses`` maps why first replies missed
+    (:meth:`openclaw_rl.personalization.personas.BenchPersona.miss_reason`) to its share of all first
+    replies over the seeds, most first (None when a run did not record it); held-out means over
+    seeds, None when not measured."""
     held: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
     for r in runs:
         for name, p in r["personas"].items():
@@ -70,7 +76,10 @@ def aggregate(runs: list[dict]) -> dict[str, dict[str, dict]]:
         mean, lo, hi = mean_interval(values)
         curve = [c for s in sorted(seeds) for c in seeds[s]["curve"]]
         h = held.get((method, persona))
-        out[method][persona] = {"mean": mean, "ci95": [lo, hi], "seeds": len(values), "values": values,
+        misses = [seeds[s]["misses"] for s in seeds]
+        out[method][persona] = {"misses": None if None in misses or not curve else
+                                {k: v / len(curve) for k, v in sum((Counter(m) for m in misses), Counter()).most_common()},
+                                "mean": mean, "ci95": [lo, hi], "seeds": len(values), "values": values,
                                 "reached": sum(seeds[s]["reached"] for s in seeds),
                                 "pass_rate": sum(curve) / len(curve) if curve else math.nan,
                                 "heldout_before": sum(b for b, _ in h) / len(h) if h else None,
@@ -107,6 +116,13 @@ def _fmt(x: float | None, f: str = ".1f") -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, f)
 
 
+def _misses_text(misses: dict[str, float] | None, top: int = 3) -> str:
+    """The ``top`` reasons as shares of all first replies: ``"cut_off 0.62, rule 0.31"``."""
+    if misses is None:
+        return "-"
+    return ", ".join(f"{k} {v:.2f}" for k, v in list(misses.items())[:top]) or "none"
+
+
 def table_lines(runs: list[dict]) -> list[str]:
     """The Markdown table (one row per method and persona, then the significant differences)."""
     agg = aggregate(runs)
@@ -115,13 +131,14 @@ def table_lines(runs: list[dict]) -> list[str]:
     lines = [f"Sessions to stable (first session after which the rule held {runs[0]['streak'] if runs else 3} "
              f"times in a row; lower is better; not reached within {n} counts as {n})", "",
              "| method | persona | sessions to stable, mean [95% CI] | seeds (reached) | per seed | pass rate | "
-             "held-out before -> after |", "|---|---|---|---|---|---|---|"]
+             "first replies missed: why | held-out before -> after |", "|---|---|---|---|---|---|---|---|"]
     for method in sorted(agg):
         for persona in sorted(agg[method], key=lambda p: (p == JOINT, p)):
             r = agg[method][persona]
             lines.append(f"| {method} | {persona} | {_fmt(r['mean'])} [{_fmt(r['ci95'][0])}, {_fmt(r['ci95'][1])}] | "
                          f"{r['seeds']} ({r['reached']}) | {', '.join(_fmt(v, 'g') for v in r['values'])} | "
-                         f"{_fmt(r['pass_rate'], '.2f')} | {_fmt(r['heldout_before'], '.2f')} -> "
+                         f"{_fmt(r['pass_rate'], '.2f')} | {_misses_text(r['misses'])} | "
+                         f"{_fmt(r['heldout_before'], '.2f')} -> "
                          f"{_fmt(r['heldout_after'], '.2f')} |")
     lines += ["", "Rules: " + "; ".join(f"{k}: {v}" for k, v in sorted(rules.items())), ""]
     sig = [c for c in comparisons(runs) if c["significant"]]

@@ -29,6 +29,7 @@ import random
 import shlex
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 import ray
@@ -93,16 +94,20 @@ def _measure_all(base: str, personas: list[BenchPersona], held: dict[str, list[Q
 
 
 def _session_rows(driver: UserDriver, persona: BenchPersona, sessions: int) -> list[dict]:
-    """One row per counted session: its question, first reply and whether it passed (a session
-    whose request failed has no reply and counts as a miss, ``failed`` True)."""
+    """One row per counted session: its question, first reply, whether it passed, whether the reply
+    ended on the token budget (``cut``) and why it missed (``miss``:
+    :meth:`BenchPersona.miss_reason`, ``"failed"`` for a session whose request failed: no reply,
+    counted as a miss; None when it passed)."""
     first = {t.session_id: t for t in driver.truth if t.index == 0}
     rows = []
     for i in range(sessions):
         t = first.get(f"{persona.name}-{i}")
         q = driver.questions[i % len(driver.questions)]
+        passed = bool(t and t.satisfied)
+        miss = None if passed else "failed" if t is None else persona.miss_reason(t.reply, q.text, cut=t.cut)
         rows.append({"persona": persona.name, "session": i + 1, "question_id": q.id, "question": q.text,
-                     "passed": bool(t and t.satisfied), "failed": t is None, "reply": t.reply if t else None,
-                     "reaction": t.reaction if t else None})
+                     "passed": passed, "failed": t is None, "reply": t.reply if t else None,
+                     "reaction": t.reaction if t else None, "cut": bool(t and t.cut), "miss": miss})
     return rows
 
 
@@ -113,6 +118,7 @@ def _persona_result(persona: BenchPersona, rows: list[dict], before: dict | None
     return {"rule": persona.rule, "instruction": persona.preference.instruction,
             "stable": {**dataclasses.asdict(stable), "text": stable.text()}, "curve": curve,
             "pass_rate": sum(curve) / len(curve),
+            "misses": dict(Counter(r["miss"] or "unknown" for r in rows if not r["passed"]).most_common()),
             "heldout": ({"before": before["rate"], "after": after["rate"], **compare(before, after)}
                         if before and after else None)}
 
@@ -177,7 +183,7 @@ def run_one(a: argparse.Namespace, method: str, seed: int, out: Path, say=print)
     Returns:
         The run's ``run.json`` content: ``method``, ``seed``, ``personas`` (per persona: ``rule``,
         ``stable`` (:class:`Stability` fields and ``text``), ``curve`` (0/1 per session),
-        ``pass_rate``, ``heldout`` before/after with the paired comparison), ``steps``,
+        ``pass_rate``, ``misses`` (why first replies missed: reason -> sessions, most first), ``heldout`` before/after with the paired comparison), ``steps``,
         ``versions_published``, ``lessons``, ``pacing``, ``failed_requests``, ``wall_s``.
 
     Raises:
