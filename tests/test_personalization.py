@@ -213,6 +213,8 @@ def test_the_table_says_why_first_replies_missed():
     assert any(line.startswith("| none | ta | 6.0 [6.0, 6.0] | 2 (0) | 6, 6 | 0.00 | cut_off 0.83, rule 0.17 |")
                for line in lines)
     assert any("| none | joint |" in line and "| rule 0.46, cut_off 0.42, no_answer 0.04 |" in line for line in lines)
+    assert any(line.startswith("Most first replies were cut by the") and "(none ta: cut_off >= 50%" in line
+               for line in lines)  # ta only: teacher's and joint's cut-off shares are below half
     old = table_lines([_run("rl", 1, {"ta": [1] * 6})])
     assert any(line.startswith("| rl | ta | 3.0 [-, -] | 1 (1) | 3 | 1.00 | - |") for line in old)
 

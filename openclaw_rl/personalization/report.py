@@ -31,6 +31,8 @@ __all__ = ["JOINT", "aggregate", "comparisons", "load_runs", "plot_curves", "tab
 #: the row that averages the personas of each run
 JOINT = "joint"
 ALPHA = 0.05
+#: share of cut-off first replies above which the table says the budget, not the method, decided a row
+CUT_OFF_NOTE = 0.5
 
 
 def load_runs(root: Path) -> list[dict]:
@@ -141,6 +143,14 @@ def table_lines(runs: list[dict]) -> list[str]:
                          f"{_fmt(r['heldout_before'], '.2f')} -> "
                          f"{_fmt(r['heldout_after'], '.2f')} |")
     lines += ["", "Rules: " + "; ".join(f"{k}: {v}" for k, v in sorted(rules.items())), ""]
+    cut = sorted(f"{m} {p}" for m, per in agg.items() for p, r in per.items()
+                 if p != JOINT and (r["misses"] or {}).get("cut_off", 0) >= CUT_OFF_NOTE)
+    if cut:
+        budget = f"{runs[0]['max_tokens']}-token reply budget" if runs[0].get("max_tokens") else "reply budget"
+        lines += [f"Most first replies were cut by the {budget} ({', '.join(cut)}: cut_off >= "
+                  f"{CUT_OFF_NOTE:.0%} of first replies). The users reject a reply that stops mid-sentence, so "
+                  "these rows measure the budget more than the method; a larger --max-tokens leaves room to "
+                  "finish.", ""]
     sig = [c for c in comparisons(runs) if c["significant"]]
     lines.append("Significant differences (sessions to stable paired by seed, t 95% interval excluding 0; "
                  f"first replies paired by seed and session, exact McNemar p < {ALPHA}):")
