@@ -21,7 +21,9 @@ from openclaw_rl.personalization.cli import main, parse_bench_args
 from openclaw_rl.personalization.pacing import Pacer
 from openclaw_rl.personalization.personas import (PAPER_PERSONAS, PERSONAS, ReplyBudget, get_persona,
                                                   register_persona, ta_min_tokens)
+from openclaw_rl.main_job.run import trainer_argv
 from openclaw_rl.personalization.report import JOINT, aggregate, comparisons, table_lines
+from openclaw_rl.personalization.run import job_args
 from openclaw_rl.personalization.stability import sessions_to_stable
 from openclaw_rl.preferences import PREFERENCES
 
@@ -236,6 +238,17 @@ def test_bench_flags():
     for bad in (["--method", "sft"], ["--persona", "nobody"], ["--sessions", "0"], ["--seeds", "x"]):
         with pytest.raises(SystemExit):
             parse_bench_args(bad)
+
+
+def test_paced_training_takes_every_core_unless_the_user_says_otherwise():
+    """The users wait for each step, so the trainer gets every core (the main job leaves the server
+    one); the user's --trainer-args come last and win."""
+    def threads(*argv: str) -> str:
+        argv_ = trainer_argv(job_args(parse_bench_args(["--method", "rl", *argv]), "rl", 1), "http://x", Path("o"))
+        return [argv_[i + 1] for i, f in enumerate(argv_) if f == "--train-threads"][-1]
+
+    assert threads() == str(os.cpu_count())
+    assert threads("--trainer-args", "--train-threads 1") == "1"
 
 
 def test_report_only_remakes_the_table_from_run_files(tmp_path, capsys):

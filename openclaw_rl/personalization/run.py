@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import random
 import shlex
 import threading
@@ -73,10 +74,15 @@ def job_args(a: argparse.Namespace, method: str, seed: int) -> argparse.Namespac
     """The main job's flags for this run (:func:`openclaw_rl.main_job.run.parse_main_args`): the
     bench's ``--model-path``, ``--batch-size``, ``--max-tokens``, ``--job-args``, the trainer's
     ``--seed`` and ``--rollout-timeout-s``, and ``--steps`` one more than the counted turns can
-    fill (the sessions end training, not the steps). ``memory`` builds OPD's judge from them; the
-    main job has no ``--method none``, so both baselines parse with :data:`MEMORY_JUDGE_METHOD`."""
+    fill (the sessions end training, not the steps), and ``--train-threads`` every core: the users
+    wait for each step (:class:`Pacer`), so the server is idle while the trainer trains (the main job
+    leaves the server a core; here that made a step of SmolLM2-135M 28 s instead of 20 s). A
+    ``--trainer-args`` flag given by the user comes last and wins. ``memory`` builds OPD's judge
+    from them; the main job has no ``--method none``, so both baselines parse with
+    :data:`MEMORY_JUDGE_METHOD`."""
     steps = -(-len(a.personas) * a.sessions * a.turns // a.batch_size) + 1
-    trainer = f"--seed {seed} --rollout-timeout-s {a.train_wait_s} {a.trainer_args}".strip()
+    trainer = (f"--seed {seed} --rollout-timeout-s {a.train_wait_s} --train-threads {os.cpu_count() or 1} "
+               f"{a.trainer_args}").strip()
     return parse_main_args(["--model-path", a.model_path, "--method", MEMORY_JUDGE_METHOD if method in BASELINES
                             else method, "--batch-size", str(a.batch_size), "--max-tokens", str(a.max_tokens),
                             "--steps", str(steps), *shlex.split(a.job_args), "--trainer-args", trainer])
