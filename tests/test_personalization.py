@@ -17,11 +17,11 @@ import pytest
 from openclaw_rl.capture.lessons import LESSONS_HEADER
 from openclaw_rl.capture.store import TrajectoryStore
 from openclaw_rl.cli import main as cli_main
+from openclaw_rl.main_job.run import trainer_argv
 from openclaw_rl.personalization.cli import main, parse_bench_args
 from openclaw_rl.personalization.pacing import Pacer
 from openclaw_rl.personalization.personas import (PAPER_PERSONAS, PERSONAS, ReplyBudget, get_persona,
                                                   register_persona, ta_min_tokens)
-from openclaw_rl.main_job.run import trainer_argv
 from openclaw_rl.personalization.report import JOINT, aggregate, comparisons, table_lines
 from openclaw_rl.personalization.run import job_args
 from openclaw_rl.personalization.stability import sessions_to_stable
