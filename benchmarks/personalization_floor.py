@@ -34,7 +34,7 @@ import torch  # noqa: E402
 from openclaw_rl.main_job.heldout import SYSTEM, user_message  # noqa: E402
 from openclaw_rl.main_job.questions import question_sets  # noqa: E402
 from openclaw_rl.models import load_model, load_tokenizer  # noqa: E402
-from openclaw_rl.personalization.personas import PAPER_PERSONAS, ReplyBudget, get_persona  # noqa: E402
+from openclaw_rl.personalization.personas import PAPER_PERSONAS, PERSONAS, ReplyBudget, get_persona  # noqa: E402
 
 
 def sample_first_replies(model, tok, prompts: list[str], max_new: int, temperature: float) -> list[list[int]]:
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the probe (module docstring); returns 0.
 
     Raises:
-        SystemExit(2): bad flags. KeyError: an unknown persona.
+        SystemExit(2): bad flags (an unknown persona, a budget that is not a positive integer).
     """
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model-path", default="builtin:smollm2-135m")
@@ -72,6 +72,10 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--budgets {a.budgets!r}: comma-separated integers")
     if not budgets or budgets[0] < 1 or a.questions < 1:
         p.error("--budgets and --questions must be >= 1")
+    names = [n for n in a.persona.split(",") if n]
+    for n in names:
+        if n not in PERSONAS:
+            p.error(f"--persona {n!r}: choose from {', '.join(PERSONAS)}")
     if a.torch_threads:
         torch.set_num_threads(a.torch_threads)
     torch.manual_seed(a.seed)
@@ -79,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     count = lambda text: len(tok.encode(text, add_special_tokens=False))  # noqa: E731
     train, _ = question_sets(1)
     print(f"{a.model_path}: {a.questions} first replies per persona, temperature {a.temperature}, seed {a.seed}")
-    for name in [n for n in a.persona.split(",") if n]:
+    for name in names:
         persona = get_persona(name, ReplyBudget(budgets[-1], count))
         questions = persona.questions(train)[:a.questions]
         prompts = [tok.apply_chat_template([{"role": "system", "content": SYSTEM},
