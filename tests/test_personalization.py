@@ -195,9 +195,9 @@ def test_table_means_intervals_and_significance_on_hand_made_runs():
     assert (teacher["mcnemar"]["improved"], teacher["mcnemar"]["worsened"]) == (0, 10)
     lines = table_lines(runs)
     assert any(line.startswith("| combine | ta | 3.7 [2.2, 5.1] | 3 (3) | 4, 4, 3 | 0.83 |") for line in lines)
-    assert any(line.startswith("| none | ta | 6.0 [6.0, 6.0] | 3 (0) | 6, 6, 6 | 0.00 |") for line in lines)
+    assert any(line.startswith("| none | ta | 6.0 [6.0, 6.0] | 3 (0) | >6, >6, >6 | 0.00 |") for line in lines)
     assert any(line.startswith("- ta: none - combine = 2.3 sessions [0.9, 3.8], McNemar p = ") for line in lines)
-    assert "not reached within 6 counts as 6" in lines[0]
+    assert "not reached within 6 counts as 6 in the mean and shows as >6" in lines[0]
 
 
 def test_the_table_says_why_first_replies_missed():
@@ -212,11 +212,12 @@ def test_the_table_says_why_first_replies_missed():
     assert agg["teacher"]["misses"] == {"rule": 9 / 12, "no_answer": 1 / 12}
     assert agg[JOINT]["misses"] == {"rule": 11 / 24, "cut_off": 10 / 24, "no_answer": 1 / 24}
     lines = table_lines(runs)
-    assert any(line.startswith("| none | ta | 6.0 [6.0, 6.0] | 2 (0) | 6, 6 | 0.00 | cut_off 0.83, rule 0.17 |")
+    assert any(line.startswith("| none | ta | 6.0 [6.0, 6.0] | 2 (0) | >6, >6 | 0.00 | cut_off 0.83, rule 0.17 |")
                for line in lines)
     assert any("| none | joint |" in line and "| rule 0.46, cut_off 0.42, no_answer 0.04 |" in line for line in lines)
     assert any(line.startswith("Most first replies were cut by the") and "(none ta: cut_off >= 50%" in line
                for line in lines)  # ta only: teacher's and joint's cut-off shares are below half
+    assert lines[-1] == "- no significant difference"  # one method: nothing to compare
     old = table_lines([_run("rl", 1, {"ta": [1] * 6})])
     assert any(line.startswith("| rl | ta | 3.0 [-, -] | 1 (1) | 3 | 1.00 | - |") for line in old)
 
@@ -240,6 +241,44 @@ def test_bench_flags():
             parse_bench_args(bad)
 
 
+@pytest.mark.parametrize("argv, says", [
+    (["--method", "none,none"], "--method names none more than once"),
+    (["--persona", "ta,teacher,ta"], "--persona names ta more than once"),
+    (["--seeds", "1,2,1"], "--seeds names 1 more than once"),
+    (["--seeds", "0"], "--seeds '0': a count >= 1"),
+    (["--sessions", "2"], "fewer than 3 sessions can never get there"),
+    (["--job-args", "--bogus-flag 1"], "--job-args '--bogus-flag 1': unrecognized arguments: --bogus-flag 1"),
+    (["--job-args", "--lr abc"], "argument --lr: invalid float value: 'abc'"),
+    (["--method", "none", "--trainer-args=--bogus-flag"], "unrecognized arguments: --bogus-flag"),
+])
+def test_bad_flags_are_one_line_errors_before_anything_runs(argv, says, capsys):
+    """Duplicates, a run too short to ever be stable, and main-job or trainer flags that the runs
+    would reject (checked for the baselines too), each a one-line argparse error; before, a bad
+    --job-args printed only a usage block into bench.log after the server had started."""
+    with pytest.raises(SystemExit) as e:
+        parse_bench_args(argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and says in err[-1] and err[-1].startswith("openclaw-rl bench personalization: error:")
+
+
+def test_report_and_out_errors_name_the_file_or_folder(tmp_path, capsys):
+    assert cli_main(["bench", "personalization", "--report", str(tmp_path / "nowhere")]) == 2
+    assert "--report " + str(tmp_path / "nowhere") + ": no such folder" in capsys.readouterr().err
+    (tmp_path / "bad" / "rl" / "seed-1").mkdir(parents=True)
+    run_json = tmp_path / "bad" / "rl" / "seed-1" / "run.json"
+    for text, says in (("{'method'", "not JSON"), ("{}", "not a personalization run (no method, seed, sessions, personas)"),
+                       (json.dumps({**_run("rl", 1, {"ta": [1] * 6}), "personas": {"ta": {"curve": [1]}}}),
+                        "not a personalization run (persona 'ta' has no stable")):
+        run_json.write_text(text)
+        assert cli_main(["bench", "personalization", "--report", str(tmp_path / "bad")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"openclaw-rl bench: error: {run_json}: {says}") and "\n" not in err, err
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    assert cli_main(["bench", "personalization", "--method", "none", "--out", str(blocked / "out")]) == 2
+    assert f"--out {blocked / 'out'}: cannot make the run folder there" in capsys.readouterr().err
+
+
 def test_paced_training_takes_every_core_unless_the_user_says_otherwise():
     """The users wait for each step, so the trainer gets every core (the main job leaves the server
     one); the user's --trainer-args come last and win."""
@@ -258,8 +297,9 @@ def test_report_only_remakes_the_table_from_run_files(tmp_path, capsys):
     assert main(["--report", str(tmp_path)]) == 0
     assert "| rl | ta | 3.0 [-, -] | 1 (1) | 3 | 1.00 |" in capsys.readouterr().out
     assert (tmp_path / "table.md").exists() and (tmp_path / "personalization.png").exists()
+    (tmp_path / "a0" / "empty").mkdir()
     with pytest.raises(ValueError, match="no run.json"):
-        main(["--report", str(tmp_path / "a0" / "none")])
+        main(["--report", str(tmp_path / "a0" / "empty")])
 
 
 def test_openclaw_rl_bench_needs_a_benchmark_name(capsys):
@@ -301,7 +341,8 @@ def _check_consistent(out: Path, method: str, persona: str, sessions: int) -> di
     agg = results["aggregate"][method][persona]
     assert agg["values"] == [expect.sessions] and agg["seeds"] == 1 and agg["reached"] == int(expect.reached)
     table = (out / "table.md").read_text()
-    row = f"| {method} | {persona} | {expect.sessions}.0 [-, -] | 1 ({int(expect.reached)}) | {expect.sessions} |"
+    row = (f"| {method} | {persona} | {expect.sessions}.0 [-, -] | 1 ({int(expect.reached)}) | "
+           f"{'' if expect.reached else '>'}{expect.sessions} |")
     assert row in table and "| joint |" not in table  # one persona: no joint row
     assert (out / "personalization.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     return run
@@ -327,8 +368,8 @@ def test_the_untrained_floor_end_to_end_on_the_tiny_model(tmp_path):
     """``--method none``: the sessions run on the base model with nothing judged, trained or
     injected, and the files agree (the main job has no ``--method none``: the bench once passed it
     there and the floor never ran)."""
-    out, r = _bench(tmp_path, "--method", "none", "--persona", "name-alex", "--sessions", "2", "--held-out", "2")
-    run = _check_consistent(out, "none", "name-alex", 2)
+    out, r = _bench(tmp_path, "--method", "none", "--persona", "name-alex", "--sessions", "3", "--held-out", "2")
+    run = _check_consistent(out, "none", "name-alex", 3)
     assert run["steps"] == 0 and run["lessons"] == 0 and run["pacing"]["mode"] == "none"
     assert "none seed 1: name-alex " in r.stdout and "table:" in r.stdout
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from openclaw_rl.evaluation.stats import mcnemar_exact, mean_interval, paired_delta
 
-__all__ = ["JOINT", "aggregate", "comparisons", "load_runs", "plot_curves", "table_lines"]
+__all__ = ["JOINT", "RUN_KEYS", "aggregate", "comparisons", "load_runs", "plot_curves", "table_lines"]
 
 #: the row that averages the personas of each run
 JOINT = "joint"
@@ -35,9 +35,44 @@ ALPHA = 0.05
 CUT_OFF_NOTE = 0.5
 
 
+#: what the table reads from a run's ``run.json`` (per persona: ``curve``, ``stable``)
+RUN_KEYS = ("method", "seed", "sessions", "personas")
+
+
+def _run_problem(run) -> str | None:
+    """What keeps ``run`` (a parsed ``run.json``) out of the table, or None."""
+    if not isinstance(run, dict):
+        return "not a JSON object"
+    missing = [k for k in RUN_KEYS if k not in run]
+    if missing:
+        return "no " + ", ".join(missing)
+    if not isinstance(run["personas"], dict) or not run["personas"]:
+        return "no personas"
+    for name, per in run["personas"].items():
+        gaps = [k for k in ("curve", "stable") if not isinstance(per, dict) or k not in per]
+        if gaps:
+            return f"persona {name!r} has no {', '.join(gaps)}"
+    return None
+
+
 def load_runs(root: Path) -> list[dict]:
-    """Every ``run.json`` under ``root`` (``<method>/seed-<s>/run.json``), in path order."""
-    return [json.loads(p.read_text()) for p in sorted(Path(root).rglob("run.json"))]
+    """Every ``run.json`` under ``root`` (``<method>/seed-<s>/run.json``), in path order.
+
+    Raises:
+        ValueError: a file that is not a bench run (not JSON, or without :data:`RUN_KEYS` or a
+            persona's ``curve`` and ``stable``); the message names the file.
+    """
+    runs = []
+    for path in sorted(Path(root).rglob("run.json")):
+        try:
+            run = json.loads(path.read_text())
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{path}: not JSON ({exc})") from None
+        problem = _run_problem(run)
+        if problem:
+            raise ValueError(f"{path}: not a personalization run ({problem})")
+        runs.append(run)
+    return runs
 
 
 def _per_seed(runs: list[dict]) -> dict[tuple[str, str], dict[int, dict]]:
@@ -62,8 +97,9 @@ def _per_seed(runs: list[dict]) -> dict[tuple[str, str], dict[int, dict]]:
 
 
 def aggregate(runs: list[dict]) -> dict[str, dict[str, dict]]:
-    """``{method: {persona or JOINT: {"mean", "ci95", "seeds", "reached", "values", "pass_rate",
-    "misses", "heldout_before", "heldout_after"}}}``: ``misses`` maps why first replies missed
+    """``{method: {persona or JOINT: {"mean", "ci95", "seeds", "reached", "values", "reached_per_seed",
+    "pass_rate", "misses", "heldout_before", "heldout_after"}}}`` (``values`` and ``reached_per_seed``
+    in seed order); ``misses`` maps why first replies missed
     (:meth:`openclaw_rl.personalization.personas.BenchPersona.miss_reason`) to its share of all first
     replies over the seeds, most first (None when a run did not record it); held-out means over
     seeds, None when not measured."""
@@ -82,6 +118,7 @@ def aggregate(runs: list[dict]) -> dict[str, dict[str, dict]]:
         out[method][persona] = {"misses": None if None in misses or not curve else
                                 {k: v / len(curve) for k, v in sum((Counter(m) for m in misses), Counter()).most_common()},
                                 "mean": mean, "ci95": [lo, hi], "seeds": len(values), "values": values,
+                                "reached_per_seed": [bool(seeds[s]["reached"]) for s in sorted(seeds)],
                                 "reached": sum(seeds[s]["reached"] for s in seeds),
                                 "pass_rate": sum(curve) / len(curve) if curve else math.nan,
                                 "heldout_before": sum(b for b, _ in h) / len(h) if h else None,
@@ -131,14 +168,15 @@ def table_lines(runs: list[dict]) -> list[str]:
     n = runs[0]["sessions"] if runs else 0
     rules = {name: p["rule"] for r in runs for name, p in r["personas"].items()}
     lines = [f"Sessions to stable (first session after which the rule held {runs[0]['streak'] if runs else 3} "
-             f"times in a row; lower is better; not reached within {n} counts as {n})", "",
+             f"times in a row; lower is better; not reached within {n} counts as {n} in the mean and shows as >{n})",
+             "",
              "| method | persona | sessions to stable, mean [95% CI] | seeds (reached) | per seed | pass rate | "
              "first replies missed: why | held-out before -> after |", "|---|---|---|---|---|---|---|---|"]
     for method in sorted(agg):
         for persona in sorted(agg[method], key=lambda p: (p == JOINT, p)):
             r = agg[method][persona]
             lines.append(f"| {method} | {persona} | {_fmt(r['mean'])} [{_fmt(r['ci95'][0])}, {_fmt(r['ci95'][1])}] | "
-                         f"{r['seeds']} ({r['reached']}) | {', '.join(_fmt(v, 'g') for v in r['values'])} | "
+                         f"{r['seeds']} ({r['reached']}) | {', '.join(('' if ok else '>') + _fmt(v, 'g') for v, ok in zip(r['values'], r['reached_per_seed']))} | "
                          f"{_fmt(r['pass_rate'], '.2f')} | {_misses_text(r['misses'])} | "
                          f"{_fmt(r['heldout_before'], '.2f')} -> "
                          f"{_fmt(r['heldout_after'], '.2f')} |")
@@ -157,7 +195,7 @@ def table_lines(runs: list[dict]) -> list[str]:
     lines += [f"- {c['persona']}: {c['b']} - {c['a']} = {_fmt(c['delta'])} sessions "
               f"[{_fmt(c['ci95'][0])}, {_fmt(c['ci95'][1])}], McNemar p = {c['mcnemar']['p_value']:.3g} "
               f"({c['mcnemar']['improved']} first replies better with {c['b']}, {c['mcnemar']['worsened']} worse)"
-              for c in sig] or ["- none"]
+              for c in sig] or ["- no significant difference"]
     return lines
 
 
@@ -188,6 +226,9 @@ def plot_curves(runs: list[dict], path: Path) -> Path:
         ax.set_ylim(-0.05, 1.05)
     axes[0][0].set_ylabel("first reply passes (mean over seeds)")
     axes[0][-1].legend(fontsize=8)
+    seeds = sorted({r["seed"] for r in runs})
+    fig.suptitle(f"{', '.join(sorted({str(r.get('model', '?')) for r in runs}))}: {runs[0]['sessions']} sessions, "
+                 f"{runs[0].get('max_tokens', '?')}-token replies, seeds {', '.join(map(str, seeds))}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
