@@ -124,7 +124,7 @@ def _persona_result(persona: BenchPersona, rows: list[dict], before: dict | None
     return {"rule": persona.rule, "instruction": persona.preference.instruction,
             "stable": {**dataclasses.asdict(stable), "text": stable.text()}, "curve": curve,
             "pass_rate": sum(curve) / len(curve),
-            "misses": dict(Counter(r["miss"] or "unknown" for r in rows if not r["passed"]).most_common()),
+            "misses": dict(Counter(r["miss"] for r in rows if not r["passed"]).most_common()),
             "heldout": ({"before": before["rate"], "after": after["rate"], **compare(before, after)}
                         if before and after else None)}
 
