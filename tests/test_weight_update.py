@@ -136,7 +136,8 @@ def test_a_request_straddling_the_swap_keeps_its_weights(tmp_path):
     and entirely on the weights it started with (its text equals the old weights' greedy text),
     while the next request is served by the new weights."""
     with running_server("builtin:tiny-qwen3", tmp_path / "rl_buffer") as server:
-        body = {"messages": [{"role": "user", "content": "straddle"}], "max_tokens": 2048, "temperature": 0}
+        # 1,024 greedy tokens: ~9 s on 2 quiet cores, the swap (a tiny checkpoint) well under one
+        body = {"messages": [{"role": "user", "content": "straddle"}], "max_tokens": 1024, "temperature": 0}
         old = httpx.post(server.base_url + "/chat/completions", headers=AUTH, timeout=300, json=body).json()
         # precondition (fixed seeded weights, greedy): the old weights' reply runs to max_tokens
         assert old["choices"][0]["finish_reason"] == "length"
