@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import MutableMapping
 
-__all__ = ["SPIN_COUNT", "set_spin_default"]
+__all__ = ["SPIN_COUNT", "set_spin_default", "usable_cores"]
 
 #: the spin count set by default (libgomp's own: 300,000)
 SPIN_COUNT = 10_000
@@ -37,3 +37,15 @@ def set_spin_default(environ: MutableMapping[str, str] | None = None) -> bool:
         return False
     environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)
     return True
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, ``os.sched_getaffinity``), >= 1: what a
+    process sizes its torch threads by. ``os.cpu_count()`` counts the machine's cores, also those a
+    container's cpuset, ``taskset``, a batch scheduler or a parallel test runner left to other
+    processes; torch's own default and libgomp already follow the affinity, and threads beyond it
+    share cores (two torch threads on one core: every parallel region waits for the descheduled one).
+    Where the platform has no affinity (macOS), ``os.cpu_count()``."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)

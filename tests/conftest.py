@@ -8,6 +8,32 @@ from pathlib import Path
 
 import pytest
 
+
+
+def _pin_worker_to_its_cores() -> None:
+    """One pytest-xdist worker's share of the cores: the usable cores split into one contiguous
+    block per worker (``make test``: 2 workers on 2 cores, a core each), set as this process's CPU
+    affinity (every thread; its children inherit it) before anything imports torch. Each worker is
+    then a machine of its own size: torch, the trainer (``--train-threads``) and vLLM size their
+    threads by :func:`slime.omp.usable_cores`, as on a user's machine of that size. Unpinned, two
+    workers' tests each ran torch with a thread per core of the whole machine, twice the cores:
+    tests/test_opd_learning.py, run twice at once, took 180 s with 2 threads each and 69 s with one
+    (alone, with both cores: 57 s); ten of the longest modules on two workers took 451 CPU-s pinned
+    and 502 unpinned (270 s and 281 s). Nothing when there are fewer cores than workers."""
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if not worker or not count or not hasattr(os, "sched_setaffinity"):
+        return
+    cores, n, i = sorted(os.sched_getaffinity(0)), int(count), int(worker.removeprefix("gw"))
+    if len(cores) < n:
+        return
+    share = len(cores) // n
+    mine = set(cores[i * share:(i + 1) * share])
+    for tid in os.listdir("/proc/self/task"):
+        os.sched_setaffinity(int(tid), mine)
+
+
+_pin_worker_to_its_cores()
+
 # The servers the tests start skip the grammar warm-up (~4 s of CPU each on 2 cores); forced tool
 # calls then take the lazy path, and tests/test_grammar_off_loop.py covers the warm-up itself.
 os.environ.setdefault("OPENCLAW_GRAMMAR_WARMUP", "0")

@@ -26,6 +26,7 @@ from openclaw_rl.personalization.report import JOINT, aggregate, comparisons, ta
 from openclaw_rl.personalization.run import job_args
 from openclaw_rl.personalization.stability import sessions_to_stable
 from openclaw_rl.preferences import PREFERENCES
+from slime.omp import usable_cores
 
 REPO = Path(__file__).resolve().parent.parent
 WORDS = ReplyBudget(32, lambda text: len(text.split()))  # one "token" per word, for hand counting
@@ -280,14 +281,14 @@ def test_report_and_out_errors_name_the_file_or_folder(tmp_path, capsys):
 
 
 def test_paced_training_takes_every_core_unless_the_user_says_otherwise():
-    """The users wait for each step, so the trainer gets every core (the main job leaves the server
-    one); the user's --trainer-args come last and win."""
+    """The users wait for each step, so the trainer gets every core it may use (the main job leaves
+    the server one); the user's --trainer-args come last and win."""
     def threads(*argv: str) -> str:
         argv_ = trainer_argv(job_args(parse_bench_args(["--method", "rl", *argv]), "rl", 1), "http://x", Path("o"))
         return [argv_[i + 1] for i, f in enumerate(argv_) if f == "--train-threads"][-1]
 
-    assert threads() == str(os.cpu_count())
-    assert threads("--trainer-args", "--train-threads 1") == "1"
+    assert threads() == str(usable_cores())
+    assert threads("--trainer-args", f"--train-threads {usable_cores() + 3}") == str(usable_cores() + 3)
 
 
 def test_report_only_remakes_the_table_from_run_files(tmp_path, capsys):

@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 from typing import Mapping, Sequence
 
 import psutil
+
+from slime.omp import usable_cores
 
 GIB = 1024 ** 3
 #: full context windows the KV cache aims to hold (concurrent long conversations)
@@ -121,7 +122,7 @@ def kv_cache_gib(model_folder: Path, max_context: int | None, engine_args: Seque
 
 def omp_threads() -> int:
     """OpenMP threads of a CPU replica: the usable cores minus one (the intercept server's), >= 1."""
-    return max(1, len(os.sched_getaffinity(0)) - 1)
+    return max(1, usable_cores() - 1)
 
 
 def cpu_engine_env(environ: Mapping[str, str], model_folder: Path, max_context: int | None,

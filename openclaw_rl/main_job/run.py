@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import sys
 import time
@@ -14,6 +13,7 @@ from openclaw_rl.main_job.progress import StepProgress, console_to_log
 from openclaw_rl.models import DEFAULT_MODEL
 from openclaw_rl.preferences import DEFAULT_PREFERENCE, PREFERENCES, get_preference
 from openclaw_rl.rollout.history import HistoryPathError, history_kind
+from slime.omp import usable_cores
 
 API_KEY = "sk-local"
 #: torch threads of the server that answers the simulated user (the trainer takes the other cores)
@@ -132,7 +132,7 @@ def trainer_argv(a: argparse.Namespace, base: str, out: Path) -> list[str]:
             "--num-judge-workers", "1", "--rollout-max-response-len", str(a.max_tokens),
             # the server answers the user with one thread while the trainer trains: the trainer takes the
             # other cores, not all of them (2 threads on 2 busy cores: train and gate 2-3x slower)
-            "--train-threads", str(max(1, (os.cpu_count() or 1) - SERVER_THREADS)),
+            "--train-threads", str(max(1, usable_cores() - SERVER_THREADS)),
             # the simulated user reacts to the reply it saw, cut or not (the preference shows in the
             # first words), so cut replies are trained, not masked (docs/learning.md)
             "--truncated-replies", "train", "--promotion-gate", a.promotion_gate,

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import random
 import shlex
 import threading
@@ -50,6 +49,7 @@ from openclaw_rl.rollout.service import build_turn_judge
 from openclaw_rl.server.launcher import running_server
 from slime.errors import one_line
 from slime.methods.registry import load_method_class
+from slime.omp import usable_cores
 from slime.config.run_args import parse_run_args
 from slime.train import train
 
@@ -81,7 +81,7 @@ def job_args(a: argparse.Namespace, method: str, seed: int) -> argparse.Namespac
     from them; the main job has no ``--method none``, so both baselines parse with
     :data:`MEMORY_JUDGE_METHOD`."""
     steps = -(-len(a.personas) * a.sessions * a.turns // a.batch_size) + 1
-    trainer = (f"--seed {seed} --rollout-timeout-s {a.train_wait_s} --train-threads {os.cpu_count() or 1} "
+    trainer = (f"--seed {seed} --rollout-timeout-s {a.train_wait_s} --train-threads {usable_cores()} "
                f"{a.trainer_args}").strip()
     return parse_main_args(["--model-path", a.model_path, "--method", MEMORY_JUDGE_METHOD if method in BASELINES
                             else method, "--batch-size", str(a.batch_size), "--max-tokens", str(a.max_tokens),

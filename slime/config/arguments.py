@@ -217,9 +217,10 @@ class SlimeConfig:
     actor_num_gpus_per_node: int = flag(1, "train actors per node, one GPU each (on a Ray cluster without GPUs: "
                                         "CPU processes); more than one trains data-parallel (FSDP2)",
                                         group="cluster", ge=1)
-    train_threads: int = flag(0, "torch CPU threads of each train actor (0: the machine's cores shared among its "
-                              "train actors). On a CPU machine that also serves, leave the server its threads: "
-                              "more threads than cores make every parallel region wait (measured 2-3x slower)",
+    train_threads: int = flag(0, "torch CPU threads of each train actor (0: the cores it may use, its CPU "
+                              "affinity, shared among its train actors). On a CPU machine that also serves, "
+                              "leave the server its threads: more threads than cores make every parallel "
+                              "region wait (measured 2-3x slower)",
                               group="cluster", ge=0)
     train_backend: Literal["fsdp", "megatron"] = flag("fsdp", "training backend: fsdp (transformers + peft, "
                                                       "FSDP2 across train actors); megatron is refused",

@@ -41,6 +41,7 @@ from slime.config.paths import published_dir
 from slime.guards.promotion import GateData, measure_version
 from slime.plugins.rollout import load_rollout_function, normalize_rollout_output, rollout_choice, rollout_spec
 from slime.orchestration.services import load_service_class
+from slime.omp import usable_cores
 
 log = logging.getLogger(__name__)
 
@@ -70,11 +71,11 @@ def _python_sigterm_handler_back() -> None:
 
 
 def _use_all_cores(share: int = 1, threads: int = 0) -> None:
-    """Ray starts workers niced and with OMP_NUM_THREADS=1; a trainer wants the whole machine (its
-    ``1 / share`` when ``share`` processes train on it side by side), or ``threads`` when given
-    (``--train-threads``)."""
+    """Ray starts workers niced and with OMP_NUM_THREADS=1; a trainer wants the cores it may use
+    (:func:`slime.omp.usable_cores`; its ``1 / share`` when ``share`` processes train on them side
+    by side), or ``threads`` when given (``--train-threads``)."""
     import torch
-    torch.set_num_threads(threads or max(1, (os.cpu_count() or 1) // max(1, share)))
+    torch.set_num_threads(threads or max(1, usable_cores() // max(1, share)))
     try:
         os.setpriority(os.PRIO_PROCESS, 0, 0)
     except OSError:  # not allowed to lower niceness: keep Ray's priority

@@ -39,3 +39,23 @@ def test_the_users_own_setting_wins():
     assert not set_spin_default(env) and env == {"OMP_WAIT_POLICY": "PASSIVE"}
     env = {}
     assert set_spin_default(env) and env == {"GOMP_SPINCOUNT": str(SPIN_COUNT)}
+
+
+AFFINITY_PROBE = ("from slime.omp import usable_cores\nfrom slime.orchestration.ray_actors import _use_all_cores\n"
+                  "from openclaw_rl.engine.cpu_budget import omp_threads\nimport torch\n_use_all_cores()\n"
+                  "print(usable_cores(), torch.get_num_threads(), omp_threads())")
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this platform")
+def test_threads_follow_the_cores_the_process_may_use():
+    """A process given one core (``taskset``, a container's cpuset, a batch scheduler) trains and
+    serves with one thread, whatever ``os.cpu_count()`` says; with all its cores, one per core."""
+    def probe(cores: set[int]) -> list[int]:
+        r = subprocess.run([sys.executable, "-c", AFFINITY_PROBE], cwd=REPO, capture_output=True, text=True,
+                           timeout=120, preexec_fn=lambda: os.sched_setaffinity(0, cores))
+        assert r.returncode == 0, r.stderr
+        return [int(x) for x in r.stdout.split()]
+
+    mine = os.sched_getaffinity(0)
+    assert probe({min(mine)}) == [1, 1, 1]
+    assert probe(mine) == [len(mine), len(mine), max(1, len(mine) - 1)]
