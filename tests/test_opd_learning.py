@@ -24,7 +24,9 @@ from slime.record.sample import Sample
 pytestmark = pytest.mark.slow
 MODEL = os.environ.get("OPD_LEARNING_MODEL", "builtin:tiny-qwen3")
 HINT = os.environ.get("OPD_LEARNING_HINT", "Write plain sentences: " + "plain " * 40)
-STEPS = int(os.environ.get("OPD_LEARNING_STEPS", "30"))
+# the held-out KL plateaus by step 10-15: measured 2026-12-06 on seeds 0-5 (one thread), after/before
+# was 0.19-0.33 at step 10, 0.17-0.23 at 15 and 0.17-0.21 at 30 (the bar: 0.5), so 30 steps bought no margin
+STEPS = int(os.environ.get("OPD_LEARNING_STEPS", "15"))
 LR = os.environ.get("OPD_LEARNING_LR", "3e-3")
 TRAIN_Q = [f"Tell me about topic number {i}." for i in range(8)]
 HELD_OUT_Q = ["How do plants grow?", "Why is the sky blue?", "What is a prime number?", "Describe a cat."]
