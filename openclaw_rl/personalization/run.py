@@ -74,7 +74,7 @@ def job_args(a: argparse.Namespace, method: str, seed: int) -> argparse.Namespac
     """The main job's flags for this run (:func:`openclaw_rl.main_job.run.parse_main_args`): the
     bench's ``--model-path``, ``--batch-size``, ``--max-tokens``, ``--job-args``, the trainer's
     ``--seed`` and ``--rollout-timeout-s``, and ``--steps`` one more than the counted turns can
-    fill (the sessions end training, not the steps), and ``--train-threads`` every core: the users
+    fill (the sessions end training, not the steps), and ``--train-threads`` every usable core: the users
     wait for each step (:class:`Pacer`), so the server is idle while the trainer trains (the main job
     leaves the server a core; here that made a step of SmolLM2-135M 28 s instead of 20 s). A
     ``--trainer-args`` flag given by the user comes last and wins. ``memory`` builds OPD's judge

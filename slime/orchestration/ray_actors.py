@@ -12,7 +12,7 @@
 
 Ray stays on loopback: a local cluster is started with node IP 127.0.0.1 unless ``RAY_ADDRESS``
 points at a running one (as under ``ray job submit``). Both actors take 0 CPUs so they fit a
-laptop; each sets torch's thread count to the machine's cores. The rollout manager is a threaded
+laptop; each sets torch's thread count to the cores it may use (its CPU affinity). The rollout manager is a threaded
 actor, so ``shutdown`` and ``metrics`` are answered while a rollout is being collected.
 """
 
