@@ -1,4 +1,5 @@
-"""How long torch's idle OpenMP threads spin before they sleep, set before torch loads.
+"""torch's OpenMP threads on a shared CPU: how long idle ones spin before they sleep (set before
+torch loads), and how many a process should run (:func:`usable_cores`).
 
 torch's CPU wheel runs its intra-op threads on GNU OpenMP (libgomp). Between two parallel regions
 an idle thread spins, by default for 300,000 iterations (``GOMP_SPINCOUNT``), before it sleeps.
@@ -16,6 +17,9 @@ top of it), before any of their modules imports torch, and every process they st
 (servers, Ray workers).
 libgomp reads the variable once, when torch loads it: a process that imported torch before
 ``slime`` keeps libgomp's default, its children do not.
+
+:func:`usable_cores` is what the trainer, the main job and vLLM on CPU size their threads by: the
+cores the process may run on, not the machine's.
 """
 
 from __future__ import annotations
