@@ -189,8 +189,9 @@ def run_one(a: argparse.Namespace, method: str, seed: int, out: Path, say=print)
     Returns:
         The run's ``run.json`` content: ``method``, ``seed``, ``personas`` (per persona: ``rule``,
         ``stable`` (:class:`Stability` fields and ``text``), ``curve`` (0/1 per session),
-        ``pass_rate``, ``misses`` (why first replies missed: reason -> sessions, most first), ``heldout`` before/after with the paired comparison), ``steps``,
-        ``versions_published``, ``lessons``, ``pacing``, ``failed_requests``, ``wall_s``.
+        ``pass_rate``, ``misses`` (why first replies missed: reason -> sessions, most first),
+        ``heldout`` before/after with the paired comparison), ``steps``, ``versions_published``,
+        ``lessons``, ``pacing``, ``failed_requests``, ``wall_s``.
 
     Raises:
         ValueError: unknown method or persona. RuntimeError: the server did not start.
