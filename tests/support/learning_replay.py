@@ -17,16 +17,19 @@ prints one JSON line per seed: ``seed``, ``curve`` (the mean reward of each step
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 
 import torch
 
 from slime.algorithms.advantages import broadcast_reward
 from slime.config.arguments import parse_args
+from slime.plugins.loader import load_function
 from slime.record.sample import Sample, SampleStatus
 from slime.trainer.backend import TrainingBackend
 
-VOCAB_HALF = 151936 // 2
+#: the live test's --custom-rm-path, scored the same way here
+REWARD_PATH = "tests/plugins/low_ids_reward.py:reward"
 
 
 def replay(seed: int, steps: int, batch: int, reply_tokens: int, temperature: float, lr: float,
@@ -38,6 +41,7 @@ def replay(seed: int, steps: int, batch: int, reply_tokens: int, temperature: fl
                       "--lr", str(lr), "--adam-beta2", str(adam_beta2), "--seed", str(seed),
                       "--collapse-guard", "off"])
     backend = TrainingBackend(cfg)
+    reward = load_function(REWARD_PATH, "--custom-rm-path")
     tok = backend.tokenizer
     prompts = [tok(tok.apply_chat_template([{"role": "user", "content": f"say something #{i}"}],
                                            add_generation_prompt=True, tokenize=False),
@@ -55,7 +59,7 @@ def replay(seed: int, steps: int, batch: int, reply_tokens: int, temperature: fl
             reply = out[0, len(prompt):].tolist()
             s = Sample(tokens=prompt + reply, response_length=len(reply), rollout_log_probs=[0.0] * len(reply),
                        source_id=n, status=SampleStatus.TRUNCATED, sampling_temperature=temperature)
-            s.reward = 2.0 * sum(t < VOCAB_HALF for t in reply) / len(reply) - 1.0
+            s.reward = asyncio.run(reward(cfg, s))
             samples.append(s)
         for s, lp in zip(samples, backend.policy_logprobs(samples)):
             s.rollout_log_probs = list(lp)
