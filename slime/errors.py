@@ -4,6 +4,8 @@
 * :func:`error_line`: ``"Type: message"`` of an exception on one line (what a failed sample, a
   failed judgement or a plugin error records).
 * :class:`PublishFailed`: a weight publish that did not happen and that the run survives.
+* :class:`LossPluginError`: a loss function that raised or returned an unusable loss (raised by
+  :func:`slime.guards.loss.checked_loss`; here so that code classifying failures needs no torch).
 * :func:`root_cause_line`: the innermost ``Name: message`` of an exception that stopped a run,
   looking through Ray's task and actor errors (``.cause``) and tracebacks embedded in messages.
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 import re
 import traceback
 
-__all__ = ["PublishFailed", "error_line", "one_line", "root_cause_line"]
+__all__ = ["LossPluginError", "PublishFailed", "error_line", "one_line", "root_cause_line"]
 
 
 class PublishFailed(RuntimeError):
@@ -21,6 +23,22 @@ class PublishFailed(RuntimeError):
     it stayed unreachable past the retry bound); serving keeps its older weights. A rollout
     service's ``publish_weights`` raises it for a failure the run survives: the train loop logs
     one line, counts it (``publish/failures``) and goes on; the next step publishes newer weights."""
+
+
+class LossPluginError(RuntimeError):
+    """The loss function raised, or returned a non-finite loss or one without a gradient graph.
+
+    Raised by :meth:`TrainingBackend.train_step` before ``optimizer.step()``: the weights and the
+    optimizer state are unchanged and the gradients are cleared. ``function`` names the loss.
+    """
+
+    def __init__(self, function: str, message: str):
+        super().__init__(f"loss function {function}: {message}; optimizer step skipped, weights unchanged")
+        self.function = function
+        self.detail = message
+
+    def __reduce__(self):  # picklable across Ray actors (the default would call __init__(full message))
+        return (type(self), (self.function, self.detail))
 
 
 _ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception|Exit)\w*): (.+)$")

@@ -18,7 +18,8 @@ from openclaw_rl.judges.backends import JudgeBackend
 from openclaw_rl.judges.hints import HintVote, clean_hint, parse_hint_vote, select_hint
 from openclaw_rl.models import load_model, load_tokenizer
 from openclaw_rl.opd.advantages import combine_advantages, dispatch_branch, opd_advantages
-from openclaw_rl.opd.teacher import HINT_FORMAT, hinted_messages, response_logprobs, score_teacher, teacher_prompt_ids
+from openclaw_rl.opd.hint_prompt import HINT_FORMAT, hinted_messages, teacher_prompt_ids
+from openclaw_rl.opd.teacher import response_logprobs, score_teacher
 from slime.record.sample import Sample
 
 TINY = "builtin:tiny-qwen3"

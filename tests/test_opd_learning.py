@@ -2,7 +2,7 @@
 
 The real pieces on the tiny model (``builtin:tiny-qwen3``, real Qwen vocabulary and chat
 template): the student samples its own responses each step (on-policy), the teacher is the frozen
-base model with the hint appended to the last user message (:mod:`openclaw_rl.opd.teacher`), the
+base model with the hint appended to the last user message (:mod:`openclaw_rl.opd.hint_prompt`), the
 advantage is ``teacher - old`` per token (:mod:`openclaw_rl.opd.advantages`) and the update is the
 training backend's PPO step. The held-out turns use other questions with the same hint; the KL
 is exact (full vocabulary) at every position of fixed responses sampled once from the initial
@@ -18,7 +18,8 @@ import torch
 
 from openclaw_rl.models import load_tokenizer
 from openclaw_rl.opd.advantages import opd_advantages
-from openclaw_rl.opd.teacher import response_logprobs, score_teacher, teacher_prompt_ids
+from openclaw_rl.opd.hint_prompt import teacher_prompt_ids
+from openclaw_rl.opd.teacher import response_logprobs, score_teacher
 from slime.record.sample import Sample
 
 pytestmark = pytest.mark.slow

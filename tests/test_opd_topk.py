@@ -40,7 +40,8 @@ def test_topk_distillation_step_lowers_the_topk_kl():
     """Real backend, real tiny Qwen3: teacher top-K from the hinted prompt, one-step descent."""
     from openclaw_rl.models import load_tokenizer
     from openclaw_rl.opd.advantages import opd_advantages
-    from openclaw_rl.opd.teacher import score_teacher, teacher_prompt_ids
+    from openclaw_rl.opd.hint_prompt import teacher_prompt_ids
+    from openclaw_rl.opd.teacher import score_teacher
     from slime.config.arguments import parse_args
     from slime.trainer.backend import TrainingBackend
     from slime.record.sample import Sample

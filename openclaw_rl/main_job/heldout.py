@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from openclaw_rl.evaluation.stats import mcnemar_exact, paired_delta, wilson_interval
 from openclaw_rl.main_job.questions import Question
+from openclaw_rl.opd.hint_prompt import HINT_FORMAT
 from openclaw_rl.preferences import Preference
 
 __all__ = ["measure", "compare"]
@@ -39,7 +40,7 @@ def measure(base_url: str, api_key: str, questions: list[Question], preference: 
         max_tokens: reply budget. seed: question ``i`` is sampled with ``seed + i``.
         concurrency: requests in flight. model: the served model name.
         hint: when set, appended to the user message as OPD's teacher sees a hint
-            (:data:`openclaw_rl.opd.teacher.HINT_FORMAT`): measures what the hinted teacher does.
+            (:data:`openclaw_rl.opd.hint_prompt.HINT_FORMAT`): measures what the hinted teacher does.
 
     Returns:
         ``{"rate", "n", "ci95": [low, high] (Wilson), "satisfied": {question id: bool},
@@ -53,9 +54,6 @@ def measure(base_url: str, api_key: str, questions: list[Question], preference: 
 
     client = openai.OpenAI(base_url=base_url + "/v1", api_key=api_key, max_retries=2, timeout=900)
     t0 = time.time()
-
-    from openclaw_rl.opd.teacher import HINT_FORMAT
-
     suffix = HINT_FORMAT.format(hint=hint) if hint else ""
 
     def ask(item: tuple[int, Question]) -> tuple[str, str]:

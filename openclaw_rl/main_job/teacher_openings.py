@@ -2,7 +2,7 @@
 
 On-policy distillation's advantage on a token is the teacher's log-prob minus the student's
 (the same model; the teacher sees the hindsight hint appended to the user message,
-:data:`openclaw_rl.opd.teacher.HINT_FORMAT`). For a preference that shows in the first words
+:data:`openclaw_rl.opd.hint_prompt.HINT_FORMAT`). For a preference that shows in the first words
 of a reply ("Alex, ...", "Sure! ..."), OPD can only teach it if the teacher gives those openings
 more probability than the student does. For each held-out question this teacher-forces every
 listed opening after the student's prompt and after the teacher's, and sums the probabilities.
@@ -28,7 +28,7 @@ import torch
 from openclaw_rl.main_job.heldout import SYSTEM, user_message
 from openclaw_rl.main_job.questions import question_sets
 from openclaw_rl.models import DEFAULT_MODEL, load_model, load_tokenizer
-from openclaw_rl.opd.teacher import HINT_FORMAT
+from openclaw_rl.opd.hint_prompt import HINT_FORMAT
 from openclaw_rl.preferences import PREFERENCES, Preference
 
 __all__ = ["DEFAULT_OPENINGS", "DEFAULT_HINTS", "opening_logprob", "compare_openings", "main"]

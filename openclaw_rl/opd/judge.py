@@ -18,7 +18,7 @@ from typing import Any
 
 from openclaw_rl.judges.hints import HintJudge
 from openclaw_rl.opd.advantages import dispatch_branch
-from openclaw_rl.opd.teacher import teacher_prompt_ids
+from openclaw_rl.opd.hint_prompt import teacher_prompt_ids
 from openclaw_rl.rollout.judge_loop import JudgeResult
 
 __all__ = ["OPDTurnJudge", "CombineTurnJudge"]

@@ -1,18 +1,10 @@
-"""The OPD teacher: the turn's prompt with the hint added, scored on the student's exact tokens.
+"""The OPD teacher scored on the student's exact tokens.
 
-Teacher context (documented format): the hint is appended to the content of the **last user
-message** of the turn's prompt as
-
-    <original content>\\n\\n[Hint: <hint>]
-
-(:data:`HINT_FORMAT`); a prompt without a user message gets the hint as a new final user
-message. The hinted messages are rendered with the policy's chat template exactly as the server
-renders a request (same tools, generation prompt), giving the teacher prompt ids. The teacher
-sequence is ``teacher_prompt_ids + response_ids``, where ``response_ids`` are the student's
-sampled ids taken from the sample unchanged: the response is never re-rendered or re-tokenized,
-so teacher log-prob ``t`` and student log-prob ``t`` are both of response token ``t``.
-
-An empty hint means identical contexts: the stored prompt ids are used as they are (no render).
+The teacher's prompt is the turn's prompt with the hint added
+(:mod:`openclaw_rl.opd.hint_prompt`, built where the turn is judged). The teacher sequence is
+``teacher_prompt_ids + response_ids``, where ``response_ids`` are the student's sampled ids taken
+from the sample unchanged: the response is never re-rendered or re-tokenized, so teacher log-prob
+``t`` and student log-prob ``t`` are both of response token ``t``.
 
 :func:`response_logprobs` scores ``R`` response tokens after any prompt in one forward pass.
 :func:`score_teacher` fills ``Sample.teacher_log_probs`` for a batch (the advantage's baseline is
@@ -30,7 +22,6 @@ Reference: OpenClaw-RL hindsight-hint OPD; Agarwal et al. 2024 (GKD); Thinking M
 from __future__ import annotations
 
 import contextlib
-import copy
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -40,66 +31,11 @@ import torch
 from slime.algorithms.logprobs import compute_token_logprobs
 from slime.record.sample import Sample
 
-__all__ = ["HINT_FORMAT", "TEACHER_SOURCES", "hinted_messages", "teacher_prompt_ids", "teacher_ids",
-           "response_logprobs", "response_logprobs_topk", "score_teacher"]
+__all__ = ["TEACHER_SOURCES", "response_logprobs", "response_logprobs_topk", "score_teacher", "teacher_ids"]
 
 log = logging.getLogger(__name__)
 
-HINT_FORMAT = "\n\n[Hint: {hint}]"
 TEACHER_SOURCES = ("base", "live")
-
-
-def hinted_messages(messages: Sequence[dict], hint: str) -> list[dict]:
-    """Copy of ``messages`` with :data:`HINT_FORMAT` appended to the last user message.
-
-    Args:
-        messages: chat-template messages (``role``, ``content`` as a string or OpenAI parts).
-        hint: the hint text (non-empty).
-
-    Returns:
-        A new list; the input is not modified. Without a user message, a user message holding
-        only the hint (``[Hint: ...]``) is appended.
-
-    Raises:
-        ValueError: an empty hint.
-    """
-    if not hint or not hint.strip():
-        raise ValueError("an empty hint leaves the teacher context identical to the student's")
-    out = copy.deepcopy(list(messages))
-    suffix = HINT_FORMAT.format(hint=hint.strip())
-    for m in reversed(out):
-        if m.get("role") == "user":
-            content = m.get("content")
-            if isinstance(content, list):  # OpenAI content parts: add a text part
-                m["content"] = content + [{"type": "text", "text": suffix}]
-            else:
-                m["content"] = (content or "") + suffix
-            return out
-    out.append({"role": "user", "content": suffix.strip()})
-    return out
-
-
-def teacher_prompt_ids(tokenizer: Any, messages: Sequence[dict], tools: list[dict] | None,
-                       hint: str | None, prompt_ids: Sequence[int]) -> list[int]:
-    """The teacher's prompt ids for one turn.
-
-    Args:
-        tokenizer: the policy's tokenizer (its chat template renders the prompt).
-        messages / tools: the turn's prompt messages and tools, as stored by capture.
-        hint: the selected hint; None or empty means identical contexts.
-        prompt_ids: the student's stored prompt ids (returned unchanged for an empty hint).
-
-    Returns:
-        Token ids of the hinted prompt, ending with the generation prompt.
-
-    Raises:
-        ValueError: the chat template fails on the messages.
-    """
-    if not hint or not hint.strip():
-        return list(prompt_ids)
-    text = tokenizer.apply_chat_template(hinted_messages(messages, hint), tools=tools or None,
-                                         add_generation_prompt=True, tokenize=False)
-    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
 def response_logprobs(model: torch.nn.Module, prompt_ids: Sequence[int], response_ids: Sequence[int],

@@ -15,7 +15,7 @@ for every claimed turn, with the judge's reward and judgement details, before th
 A Combine judgement's ``branch`` is dispatched again from the result
 (:func:`openclaw_rl.opd.advantages.dispatch_branch`). Teacher prompts are rendered with the
 policy's chat template exactly as the OPD judge renders them
-(:func:`openclaw_rl.opd.teacher.teacher_prompt_ids`).
+(:func:`openclaw_rl.opd.hint_prompt.teacher_prompt_ids`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from openclaw_rl.capture.feedback import FeedbackBook
 from openclaw_rl.capture.lessons import LessonBook
 from openclaw_rl.capture.records import TurnRecord
 from openclaw_rl.opd.advantages import dispatch_branch
-from openclaw_rl.opd.teacher import teacher_prompt_ids
+from openclaw_rl.opd.hint_prompt import teacher_prompt_ids
 
 __all__ = ["PersonOverrides"]
 

@@ -14,40 +14,82 @@
 
 Advantages are written into ``Sample.advantages`` (length ``response_length``); tokens with
 ``loss_mask == 0`` get 0 so the list is self-describing.
+
+The statistics are a handful of float64 scalars per group, computed in Python
+(:func:`group_normalised`), so this module does not import torch: the core methods import it at
+their top, and every launch script imports the methods to read their flags (``python -m
+slime.config.run_args --runtime-env``). :func:`grpo_advantages` takes and returns tensors through
+the tensor's own methods.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from slime.record.sample import Sample, SampleStatus
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "broadcast_reward",
     "broadcast_to_tokens",
     "compute_advantages",
+    "group_normalised",
     "grpo",
     "grpo_advantages",
     "grpo_trajectories",
 ]
 
 
+def group_normalised(rewards_K: Sequence[float], *, normalize_std: bool = True, eps: float = 1e-6) -> list[float]:
+    """One group's GRPO advantages: ``r - mean`` and, with ``normalize_std``, divided by the group's
+    unbiased standard deviation plus ``eps`` (a group of one then gets 0, having no spread).
+
+    Args:
+        rewards_K: the ``K`` rewards of one group (K >= 1).
+
+    Returns:
+        ``K`` float advantages (float64 arithmetic; the mean and variance sums are exactly rounded,
+        ``math.fsum``).
+    """
+    k = len(rewards_K)
+    mean = math.fsum(rewards_K) / k
+    centred_K = [float(r) - mean for r in rewards_K]
+    if not normalize_std:
+        return centred_K
+    if k < 2:
+        return [0.0] * k
+    std = math.sqrt(math.fsum(c * c for c in centred_K) / (k - 1))
+    return [c / (std + eps) for c in centred_K]
+
+
+def _grpo(rewards_N: list[float], group_size: int, normalize_std: bool, eps: float) -> list[float]:
+    """:func:`group_normalised` over consecutive groups of ``group_size``; raises as :func:`grpo_advantages`."""
+    if group_size < 2:
+        raise ValueError(f"grpo needs group_size >= 2, got {group_size}; use broadcast_reward for single samples")
+    if len(rewards_N) % group_size != 0:
+        raise ValueError(f"{len(rewards_N)} rewards are not divisible into groups of {group_size}")
+    return [a for g in range(0, len(rewards_N), group_size)
+            for a in group_normalised(rewards_N[g:g + group_size], normalize_std=normalize_std, eps=eps)]
+
+
 def grpo_advantages(
     rewards_N: torch.Tensor, group_size: int, *, normalize_std: bool = True, eps: float = 1e-6
 ) -> torch.Tensor:
-    """Group-normalised scalar advantages.
+    """Group-normalised scalar advantages (:func:`group_normalised` on each group).
 
     Args:
-        rewards_N: ``[N]`` float rewards, groups of ``group_size`` consecutive samples.
+        rewards_N: ``[N]`` rewards, groups of ``group_size`` consecutive samples.
         group_size: samples per prompt (>= 2).
         normalize_std: divide by the group's unbiased standard deviation plus ``eps``.
         eps: added to the std.
 
     Returns:
-        ``[N]`` advantages ``(r - mean_g) / (std_g + eps)`` (or ``r - mean_g``).
+        ``[N]`` advantages ``(r - mean_g) / (std_g + eps)`` (or ``r - mean_g``), on the rewards'
+        device, in their dtype (float32 for integer rewards).
 
     Raises:
         ValueError: ``group_size < 2`` (the advantage would be identically 0; use
@@ -56,15 +98,8 @@ def grpo_advantages(
     """
     if rewards_N.dim() != 1:
         raise ValueError(f"rewards must be 1-D [N], got {tuple(rewards_N.shape)}")
-    if group_size < 2:
-        raise ValueError(f"grpo needs group_size >= 2, got {group_size}; use broadcast_reward for single samples")
-    if rewards_N.numel() % group_size != 0:
-        raise ValueError(f"{rewards_N.numel()} rewards are not divisible into groups of {group_size}")
-    rewards_G_K = rewards_N.to(torch.float64).view(-1, group_size)
-    centred_G_K = rewards_G_K - rewards_G_K.mean(dim=-1, keepdim=True)
-    if normalize_std:
-        centred_G_K = centred_G_K / (rewards_G_K.std(dim=-1, keepdim=True) + eps)
-    return centred_G_K.reshape(-1).to(rewards_N.dtype if rewards_N.is_floating_point() else torch.float32)
+    adv_N = rewards_N.double().new_tensor(_grpo(rewards_N.double().tolist(), group_size, normalize_std, eps))
+    return adv_N.to(rewards_N.dtype) if rewards_N.is_floating_point() else adv_N.float()
 
 
 def broadcast_to_tokens(sample: Sample, advantage: float) -> list[float]:
@@ -72,11 +107,11 @@ def broadcast_to_tokens(sample: Sample, advantage: float) -> list[float]:
     return [float(advantage) if m else 0.0 for m in sample.loss_mask]  # type: ignore[union-attr]
 
 
-def _rewards(samples: Sequence[Sample]) -> torch.Tensor:
+def _rewards(samples: Sequence[Sample]) -> list[float]:
     missing = [i for i, s in enumerate(samples) if s.reward is None]
     if missing:
         raise ValueError(f"samples {missing[:5]} have no reward; judge them before computing advantages")
-    return torch.tensor([s.reward for s in samples], dtype=torch.float64)
+    return [float(s.reward) for s in samples]
 
 
 def grpo(samples: Sequence[Sample], group_size: int, *, normalize_std: bool = True) -> list[Sample]:
@@ -93,8 +128,7 @@ def grpo(samples: Sequence[Sample], group_size: int, *, normalize_std: bool = Tr
     Raises:
         ValueError: a sample has ``reward is None``, or as :func:`grpo_advantages`.
     """
-    adv_N = grpo_advantages(_rewards(samples), group_size, normalize_std=normalize_std)
-    for s, a in zip(samples, adv_N.tolist()):
+    for s, a in zip(samples, _grpo(_rewards(samples), group_size, normalize_std, 1e-6)):
         s.advantages = broadcast_to_tokens(s, a)
     return list(samples)
 
@@ -137,11 +171,7 @@ def grpo_trajectories(samples: Sequence[Sample], *, normalize_std: bool = True, 
             groups.setdefault(key[0], []).append(key)
     adv: dict[tuple, float] = {}
     for members in groups.values():
-        r_K = torch.tensor([outcome[k] for k in members], dtype=torch.float64)
-        c_K = r_K - r_K.mean()
-        if normalize_std:
-            c_K = c_K / (r_K.std() + eps) if len(members) > 1 else torch.zeros_like(c_K)
-        adv.update(zip(members, c_K.tolist()))
+        adv.update(zip(members, group_normalised([outcome[k] for k in members], normalize_std=normalize_std, eps=eps)))
     for s, key in zip(samples, keys):
         s.advantages = broadcast_to_tokens(s, adv.get(key, 0.0))
     return list(samples)
@@ -153,8 +183,7 @@ def broadcast_reward(samples: Sequence[Sample]) -> list[Sample]:
     Group size 1, no normalisation (Binary RL: the turn's judged reward is its advantage).
     Returns the same (mutated) samples; raises ``ValueError`` if any reward is ``None``.
     """
-    rewards = _rewards(samples).tolist()
-    for s, r in zip(samples, rewards):
+    for s, r in zip(samples, _rewards(samples)):
         s.advantages = broadcast_to_tokens(s, r)
     return list(samples)
 

@@ -13,24 +13,8 @@ from typing import Any
 
 import torch
 
-from slime.errors import error_line
+from slime.errors import LossPluginError, error_line
 from slime.algorithms.losses import LossInputs, LossOutputs, PolicyLossConfig
-
-
-class LossPluginError(RuntimeError):
-    """The loss function raised, or returned a non-finite loss or one without a gradient graph.
-
-    Raised by :meth:`TrainingBackend.train_step` before ``optimizer.step()``: the weights and the
-    optimizer state are unchanged and the gradients are cleared. ``function`` names the loss.
-    """
-
-    def __init__(self, function: str, message: str):
-        super().__init__(f"loss function {function}: {message}; optimizer step skipped, weights unchanged")
-        self.function = function
-        self.detail = message
-
-    def __reduce__(self):  # picklable across Ray actors (the default would call __init__(full message))
-        return (type(self), (self.function, self.detail))
 
 
 def callable_name(fn: Callable[..., Any]) -> str:

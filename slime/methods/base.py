@@ -23,6 +23,15 @@ hook                        runs in               does
 Every process builds its own instance from the run's config (``Method(cfg)``), so a method
 loaded from a file works in Ray actors too; the driver's instance lives for the whole run, so
 ``compute_advantages`` may keep state across steps (a running baseline, say).
+
+Imports: every registered method class is imported wherever the run's flags are read, which
+includes processes that never train: ``--help``, and ``python -m slime.config.run_args
+--runtime-env``, which each launch script runs before it submits the job. A method module keeps
+its top-level imports to what its class and ``Flags`` need. What a hook needs to compute (torch,
+a tokenizer, a judge) is imported inside that hook: ``compute_advantages`` of the core methods
+imports :mod:`slime.algorithms.advantages` there, and OPD imports its teacher and advantages the
+same way. Importing torch costs a launch about 2 s on a CPU; ``tests/slime/test_slime_seam.py``
+checks that reading the flags of every registered method does not import torch.
 """
 
 from __future__ import annotations

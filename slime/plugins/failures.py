@@ -13,8 +13,7 @@ import logging
 import threading
 import traceback
 
-from slime.errors import error_line, one_line
-from slime.guards.loss import LossPluginError
+from slime.errors import LossPluginError, error_line, one_line
 from slime.plugins.loader import PluginError
 from slime.record.sample import Sample, SampleStatus
 
@@ -100,7 +99,7 @@ def plugin_error_message(exc: BaseException) -> str | None:
     """The one-line message of a plugin failure that stopped a run, else ``None``.
 
     Looks through Ray's task errors (``.cause``) and chained exceptions for a
-    :class:`PluginFailureError`, :class:`slime.guards.loss.LossPluginError` or
+    :class:`PluginFailureError`, :class:`slime.errors.LossPluginError` or
     :class:`slime.plugins.loader.PluginError`.
     """
     seen: set[int] = set()

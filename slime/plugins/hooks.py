@@ -29,10 +29,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
-from slime.algorithms.losses import LossInputs, LossOutputs, PolicyLossConfig
 from slime.record.sample import Sample
+
+if TYPE_CHECKING:  # annotations only: a rollout process reads these protocols without torch
+    from slime.algorithms.losses import LossInputs, LossOutputs, PolicyLossConfig
 
 __all__ = ["DataSource", "GenerateFunction", "LossFunction", "RewardFunction", "RolloutChoice", "RolloutFunction",
            "RolloutService"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from openclaw_rl.models import load_tokenizer
-from openclaw_rl.opd.teacher import teacher_prompt_ids
+from openclaw_rl.opd.hint_prompt import teacher_prompt_ids
 from slime.trainer.backend import TrainingBackend
 from slime.methods import load_method_class, method_names
 from slime.record.sample import Sample

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 import importlib
 import io
+import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -298,6 +300,24 @@ def test_importing_slime_or_its_config_does_not_import_torch():
             "assert sorted(slime.__all__) == slime.__all__ and set(slime.__all__) <= set(dir(slime))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def test_reading_every_registered_methods_flags_does_not_import_torch():
+    """Each launch script runs ``python -m slime.config.run_args --runtime-env`` before it submits
+    the job; that reads the flags of every registered method and of the rollout service, so none
+    of their modules may import torch at its top (``slime.methods.base``, "Imports"): it cost each
+    launch about 2 s. The module itself must still print the runtime_env."""
+    code = ("import sys; from slime.config.run_args import job_runtime_env, run_sections; "
+            "from slime.methods.registry import method_names; names = method_names(); "
+            "assert {'broadcast', 'combine', 'grpo', 'opd'} <= set(names), names; "
+            "[run_sections(m, None) for m in names]; job_runtime_env(); "
+            "loaded = sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')); "
+            "assert not loaded, loaded[:5]")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([sys.executable, "-m", "slime.config.run_args", "--runtime-env"], capture_output=True,
+                       text=True, timeout=120, cwd=REPO, env={**os.environ, "PRM_MODEL_PATH": "/prm"})
+    assert r.returncode == 0 and json.loads(r.stdout)["env_vars"]["PRM_MODEL_PATH"] == "/prm", r.stderr
 
 
 def test_the_plugin_loaders_names_still_import_from_slime_plugins():
