@@ -26,12 +26,13 @@ loaded from a file works in Ray actors too; the driver's instance lives for the 
 
 Imports: every registered method class is imported wherever the run's flags are read, which
 includes processes that never train: ``--help``, and ``python -m slime.config.run_args
---runtime-env``, which each launch script runs before it submits the job. A method module keeps
-its top-level imports to what its class and ``Flags`` need. What a hook needs to compute (torch,
-a tokenizer, a judge) is imported inside that hook: ``compute_advantages`` of the core methods
-imports :mod:`slime.algorithms.advantages` there, and OPD imports its teacher and advantages the
-same way. Importing torch costs a launch about 2 s on a CPU; ``tests/slime/test_slime_seam.py``
-checks that reading the flags of every registered method does not import torch.
+--runtime-env``, which each launch script runs before it submits the job. So a method module does
+not import torch (nor load a model or a judge) at its top. The core methods need none: their
+advantages (:mod:`slime.algorithms.advantages`) are plain Python on a few scalars per group. A
+method package whose hooks need torch imports that module inside the hook (OPD imports its
+teacher scoring in ``prepare_samples``). Importing torch costs a launch about 2 s on a CPU;
+``tests/slime/test_slime_seam.py`` checks that reading the flags of every registered method does
+not import torch.
 """
 
 from __future__ import annotations
