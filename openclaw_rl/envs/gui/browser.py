@@ -29,8 +29,7 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["Browser", "BrowserCrashed", "BrowserError", "chromium_path", "check_backend", "make_browser",
-           "process_group_alive"]
+__all__ = ["Browser", "BrowserCrashed", "BrowserError", "chromium_path", "process_group_alive"]
 
 CHROMIUM_FLAGS = ("--headless=new", "--no-first-run", "--no-default-browser-check", "--disable-gpu",
                   "--disable-dev-shm-usage", "--disable-extensions", "--disable-background-networking",
