@@ -114,3 +114,45 @@ def test_a_server_start_imports_no_sdk_types_until_their_api_is_asked_for():
             "print(before, 'anthropic' in sys.modules, 'openai' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.split("\n")[-2] == "[] True True", out.stdout + out.stderr
+
+
+def _top_level_names(body: list[ast.stmt]) -> tuple[set[str], bool]:
+    """The names a module body binds outside functions and classes (also in top-level ``if`` /
+    ``try`` / ``with`` blocks), and whether it has ``import *`` (its names cannot be known)."""
+    names, star = set(), False
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for a in node.names:
+                star |= a.name == "*"
+                names.add(a.asname or a.name.split(".")[0])
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        else:
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                inner, inner_star = _top_level_names(getattr(node, field, []) or [])
+                names, star = names | inner, star or inner_star
+    return names, star
+
+
+def test_every_name_in_all_is_defined_in_its_module():
+    """``from module import *`` fails on a name ``__all__`` lists but the module no longer defines
+    (``envs/gui/browser.py`` listed ``check_backend`` and ``make_browser`` after they moved to
+    ``envs/gui/backends.py``). Read from the source: modules with ``import *`` or a module-level
+    ``__getattr__`` (names loaded on first use) are left out."""
+    missing, checked = [], 0
+    for name, path in _modules().items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        declared = [node.value for node in tree.body if isinstance(node, ast.Assign)
+                    and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)]
+        if not declared or not isinstance(declared[-1], (ast.List, ast.Tuple)):
+            continue
+        defined, star = _top_level_names(tree.body)
+        if star or "__getattr__" in defined:
+            continue
+        checked += 1
+        missing += [f"{name}: {e.value}" for e in declared[-1].elts
+                    if isinstance(e, ast.Constant) and e.value not in defined]
+    assert checked > 100 and missing == [], missing
