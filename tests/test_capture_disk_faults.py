@@ -21,7 +21,6 @@ import errno
 import json
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 import time

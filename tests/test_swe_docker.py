@@ -16,7 +16,6 @@ import subprocess
 import sys
 import tarfile
 import time
-from pathlib import Path
 
 import httpx
 import pytest

@@ -31,7 +31,7 @@ _FRAC_SHORT = re.compile(r"\\[dt]?frac\s*(\d)\s*(\d)")  # \frac12
 _NUM = r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[+-]?\.\d+"
 _NUMBER = re.compile(rf"^(?:{_NUM})$")
 _FRACTION = re.compile(rf"^({_NUM})\s*/\s*({_NUM})$")
-_MIXED = re.compile(rf"^([+-]?\d+)\s+(\d+)\s*/\s*(\d+)$")
+_MIXED = re.compile(r"^([+-]?\d+)\s+(\d+)\s*/\s*(\d+)$")
 _CURRENCY_WORDS = re.compile(r"^(?:usd|eur|gbp|rs\.?|inr)\s*|\s*(?:usd|eur|gbp)$", re.IGNORECASE)
 _NUMBER_WORDS = {"and", "or", "plus", "minus", "times", "over", "point", "half", "halves", "third", "thirds",
                  "quarter", "quarters", "fourth", "fourths", "fifth", "fifths", "dozen", "dozens", "hundred",
