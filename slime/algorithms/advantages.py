@@ -98,7 +98,8 @@ def grpo_advantages(
     """
     if rewards_N.dim() != 1:
         raise ValueError(f"rewards must be 1-D [N], got {tuple(rewards_N.shape)}")
-    adv_N = rewards_N.double().new_tensor(_grpo(rewards_N.double().tolist(), group_size, normalize_std, eps))
+    rewards64_N = rewards_N.double()
+    adv_N = rewards64_N.new_tensor(_grpo(rewards64_N.tolist(), group_size, normalize_std, eps))
     return adv_N.to(rewards_N.dtype) if rewards_N.is_floating_point() else adv_N.float()
 
 
