@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from pathlib import Path
 
 import torch
 
@@ -29,7 +30,7 @@ from slime.record.sample import Sample, SampleStatus
 from slime.trainer.backend import TrainingBackend
 
 #: the live test's --custom-rm-path, scored the same way here
-REWARD_PATH = "tests/plugins/low_ids_reward.py:reward"
+REWARD_PATH = f"{Path(__file__).resolve().parents[1] / 'plugins' / 'low_ids_reward.py'}:reward"
 
 
 def replay(seed: int, steps: int, batch: int, reply_tokens: int, temperature: float, lr: float,
