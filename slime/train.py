@@ -33,7 +33,7 @@ if __package__ in (None, ""):  # `python slime/train.py`: the repository, not sl
 
 from slime.orchestration.actor_death import ActorDied, actor_death_line  # noqa: E402
 from slime.config.arguments import ConfigError  # noqa: E402
-from slime.trainer.checkpoint import resume_point, resume_step  # noqa: E402
+from slime.trainer.checkpoint_layout import resume_point, resume_step  # noqa: E402
 from slime.errors import one_line, root_cause_line  # noqa: E402,F401 (part of this module's API)
 from slime.methods.registry import load_method_class  # noqa: E402
 from slime.orchestration.monitor import MetricsLogger  # noqa: E402

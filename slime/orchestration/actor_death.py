@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from slime.trainer.checkpoint import find_latest_checkpoint
+from slime.trainer.checkpoint_layout import find_latest_checkpoint
 
 __all__ = ["ActorDied", "actor_death_line", "resume_hint"]
 
