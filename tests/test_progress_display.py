@@ -121,3 +121,21 @@ def test_a_launch_scripts_console_follows_only_its_own_run(tmp_path):
                                                              ["step 2/2", "reward -1.00 (1)", "serving v2"]]
     assert total_steps(["--num-rollout", "100000"], open_ended=100000) is None
     assert total_steps(["--num-rollout=7"], open_ended=100000) == 7 and total_steps([], 100000) is None
+
+
+def test_tensorboard_reads_back_every_numeric_metric_per_step(tmp_path):
+    """The events under ``<run>/tb`` are what TensorBoard shows: each numeric metric per step, read
+    back with TensorBoard's own reader (non-numeric and non-finite values stay in the JSONL only)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.util.tensor_util import make_ndarray
+
+    logger = MetricsLogger(tmp_path / "logs", "run-tb")
+    logger.log(1, {"reward/mean": 0.25, "loss": 0.5, "note": "text", "bad": float("nan")})
+    logger.log(2, {"reward/mean": -0.5, "loss": 0.125})
+    logger.close()
+    events = EventAccumulator(str(tmp_path / "logs" / "run-tb" / "tb"))
+    events.Reload()
+    assert sorted(events.Tags()["tensors"]) == ["loss", "reward/mean"]
+    series = {tag: [(e.step, float(make_ndarray(e.tensor_proto))) for e in events.Tensors(tag)]
+              for tag in ("reward/mean", "loss")}
+    assert series == {"reward/mean": [(1, 0.25), (2, -0.5)], "loss": [(1, 0.5), (2, 0.125)]}

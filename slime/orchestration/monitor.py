@@ -37,9 +37,9 @@ class MetricsLogger:
         log.addHandler(handler)
         log.setLevel(logging.INFO)
         self.history: list[dict] = []
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-            self._tb = SummaryWriter(str(self.run_dir / "tb"))
+        try:  # TensorBoard's own writer needs numpy only: the driver logs without loading torch
+            from tensorboard.summary import Writer
+            self._tb = Writer(str(self.run_dir / "tb"))
         except Exception as exc:  # tensorboard missing: keep the other sinks
             log.warning("TensorBoard disabled: %s", exc)
             self._tb = None
