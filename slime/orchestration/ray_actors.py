@@ -29,18 +29,16 @@ from pathlib import Path
 import ray
 
 from slime.guards.admission import AdmissionPolicy, admit
-from slime.trainer.backend import TrainingBackend
 from slime.plugins.calls import call_sync
-from slime.trainer.checkpoint import RUN_CONFIG, find_checkpoint_of_version, resume_point  # noqa: F401 (RUN_CONFIG re-exported)
+from slime.trainer.checkpoint_layout import RUN_CONFIG, find_checkpoint_of_version, resume_point  # noqa: F401 (RUN_CONFIG re-exported)
 from slime.guards.collapse import act_on_collapse
-from slime.trainer.data_parallel import init_data_parallel
 from slime.orchestration.fault_points import reached
-from slime.plugins.loss import load_loss_plugin
 from slime.methods.registry import load_method_class
 from slime.config.paths import published_dir
 from slime.guards.promotion import GateData, measure_version
 from slime.plugins.rollout import load_rollout_function, normalize_rollout_output, rollout_choice, rollout_spec
 from slime.orchestration.services import load_service_class
+from slime.trainer.registry import load_train_backend
 from slime.omp import usable_cores
 
 log = logging.getLogger(__name__)
@@ -194,23 +192,12 @@ class TrainActor:
         one and torch sees CUDA, else on CPU in float32; with ``world_size > 1`` first join the
         process group at ``address`` (rank 0's :meth:`address`) and shard the policy (FSDP2)."""
         _use_all_cores(share=self.cfg.actor_num_gpus_per_node, threads=self.cfg.train_threads)
-        import torch
-
         cfg = self.cfg
-        on_gpu = bool(ray.get_gpu_ids()) and torch.cuda.is_available()
-        device = torch.device("cuda", 0) if on_gpu else torch.device("cpu")  # Ray set CUDA_VISIBLE_DEVICES
-        data_parallel = None
-        if self.world_size > 1:
-            data_parallel = init_data_parallel(self.rank, self.world_size, address, device)
-
         self.method = load_method_class(cfg.advantage_estimator)(cfg)
-        loss_fn = None
-        spec = cfg.custom_loss_function_path or self.method.loss_function()
-        if spec:  # any of the three conventions, see slime.plugins.loss
-            loss_fn = load_loss_plugin(spec, cfg)
-        self.backend = TrainingBackend(cfg, loss_fn=loss_fn, device=device,
-                                       dtype=torch.bfloat16 if on_gpu else torch.float32,
-                                       data_parallel=data_parallel)
+        # the training stack loads here, in the actor's process, by --train-backend (the driver,
+        # which imports this module for the actor classes, never loads torch)
+        self.backend = load_train_backend(cfg.train_backend).for_rank(
+            cfg, self.method, self.rank, self.world_size, address, gpu_assigned=bool(ray.get_gpu_ids()))
         self.export_root = published_dir(cfg)
         model_config = getattr(self.backend.model, "config", None)
         self.admission = AdmissionPolicy.from_config(

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from slime.plugins.loss import load_loss_plugin, probe_loss_plugin
-from slime.algorithms.losses import PolicyLossConfig
 from slime.plugins.loader import PluginError
 from slime.record.prompt_data import load_prompts
 from slime.plugins.reward import RewardPlugin
 from slime.plugins.rollout import load_generate_function, load_rollout_function, rollout_choice
+from slime.trainer.registry import load_train_backend
 
 __all__ = ["check_plugins"]
 
@@ -24,8 +23,9 @@ def check_plugins(cfg: Any, method: Any = None) -> list[str]:
     """Load and check every plugin a run uses.
 
     * loss (``--custom-loss-function-path``, else the method's own loss): convention detected,
-      return annotation checked, then one call on a probe batch
-      (:func:`slime.plugins.loss.probe_loss_plugin`), so a wrong return type fails here;
+      return annotation checked, then one call on a probe batch by the run's training backend
+      (``--train-backend``, :meth:`slime.trainer.backend.TrainingBackend.check_loss`), so a wrong
+      return type fails here;
     * rollout: parameters ``(args, rollout_id, data_source, evaluation=False)``;
     * generate: parameters ``(args, sample, sampling_params)`` and annotation; it needs a rollout
       that generates (``--prompt-data`` or a custom ``--rollout-function-path``);
@@ -46,9 +46,8 @@ def check_plugins(cfg: Any, method: Any = None) -> list[str]:
     lines = []
     loss_spec = cfg.custom_loss_function_path or (method.loss_function() if method is not None else None)
     if loss_spec:
-        plugin = load_loss_plugin(loss_spec, cfg)
-        probe_loss_plugin(plugin, PolicyLossConfig.from_config(cfg))
-        lines.append(f"loss: {plugin.plugin_name}")
+        # the backend that will call it probes it (torch loads here, only for a run with a loss plugin)
+        lines.append(f"loss: {load_train_backend(cfg.train_backend).check_loss(loss_spec, cfg)}")
     choice = rollout_choice(cfg)
     load_rollout_function(choice.spec)
     lines.append(f"rollout: {choice.spec}")

@@ -6,6 +6,8 @@ entry points in its ``pyproject.toml``; the core looks them up by name:
 * ``slime.methods``: ``--advantage-estimator`` names -> :class:`slime.methods.Method` classes;
 * ``slime.rollout_services``: ``--rollout-service`` names -> rollout service classes
   (:class:`slime.plugins.hooks.RolloutService`);
+* ``slime.train_backends``: ``--train-backend`` names -> training backend classes
+  (:class:`slime.trainer.registry.TrainBackend`; ``fsdp`` is :class:`slime.trainer.backend.TrainingBackend`);
 * ``slime.model_resolvers``: model-path schemes (``builtin`` for ``builtin:smollm2-135m``) ->
   ``resolve(path) -> local folder`` functions (:mod:`slime.trainer.models`).
 
@@ -22,11 +24,12 @@ from typing import Any
 from slime.errors import error_line
 from slime.config.flags import ConfigError
 
-__all__ = ["METHODS", "MODEL_RESOLVERS", "ROLLOUT_SERVICES", "entry_names", "load_entry"]
+__all__ = ["METHODS", "MODEL_RESOLVERS", "ROLLOUT_SERVICES", "TRAIN_BACKENDS", "entry_names", "load_entry"]
 
 METHODS = "slime.methods"
 ROLLOUT_SERVICES = "slime.rollout_services"
 MODEL_RESOLVERS = "slime.model_resolvers"
+TRAIN_BACKENDS = "slime.train_backends"
 
 
 @functools.lru_cache(maxsize=None)

@@ -54,13 +54,14 @@ import torch
 from slime.config.arguments import SlimeConfig
 from slime.trainer.backend_io import BackendIOMixin, processor_files
 from slime.record.batch import SampleBatch, collate_samples, split_micro_batches
-from slime.trainer.data_parallel import DataParallel
+from slime.trainer.data_parallel import DataParallel, init_data_parallel
 from slime.guards.loss import LossPluginError, callable_name, checked_loss
 from slime.trainer.step_parts import MicroBatch, empty_metrics, gathered_metrics
 from slime.guards.collapse import (GuardPolicy, SpikeDetector, advantage_scale, grad_norm_per_advantage, guard_metrics,
                                    update_kl_k3)
 from slime.algorithms.logprobs import TokenLogprobs, compute_token_logprobs
 from slime.algorithms.losses import LossInputs, LossOutputs, PolicyLossConfig, policy_loss, reduce_metrics
+from slime.plugins.loss import load_loss_plugin, probe_loss_plugin
 from slime.trainer.models import load_model, load_tokenizer, resolve_model_path
 from slime.trainer.policy_model import DEFAULT_LORA_TARGET_MODULES, build_policy
 from slime.record.sample import Sample, SampleStatus
@@ -126,6 +127,49 @@ class TrainingBackend(BackendIOMixin):
         ValueError: no ``model`` and no ``cfg.model_path``; ``loss_type == "custom_loss"``
             without ``loss_fn``; a LoRA config that matches no module.
     """
+
+    @classmethod
+    def for_rank(cls, cfg: SlimeConfig, method: Any, rank: int = 0, world_size: int = 1, address: str | None = None,
+                 gpu_assigned: bool = False) -> "TrainingBackend":
+        """The backend of train rank ``rank`` of ``world_size`` (what
+        :meth:`slime.orchestration.ray_actors.TrainActor.setup` builds; ``--train-backend fsdp``,
+        :mod:`slime.trainer.registry`).
+
+        Args:
+            cfg: the run's config.
+            method: the run's :class:`slime.methods.Method` (its ``loss_function()``, used when
+                ``--custom-loss-function-path`` is not given; neither: the PPO clipped loss).
+            rank, world_size: this rank and the number of train ranks; with ``world_size > 1`` it
+                first joins the process group at ``address`` (rank 0's ``host:port``) and the
+                policy is sharded (FSDP2, :mod:`slime.trainer.data_parallel`).
+            gpu_assigned: Ray gave this actor a GPU; used when torch sees CUDA (device 0 of its
+                ``CUDA_VISIBLE_DEVICES``, bfloat16), else CPU in float32.
+
+        Raises:
+            slime.plugins.loader.PluginError: the loss plugin does not load.
+            Whatever loading the model raises (a bad ``--model-path``, ...).
+        """
+        on_gpu = bool(gpu_assigned) and torch.cuda.is_available()
+        device = torch.device("cuda", 0) if on_gpu else torch.device("cpu")
+        data_parallel = init_data_parallel(rank, world_size, address, device) if world_size > 1 else None
+        spec = cfg.custom_loss_function_path or method.loss_function()
+        loss_fn = load_loss_plugin(spec, cfg) if spec else None  # any of the three conventions (slime.plugins.loss)
+        return cls(cfg, loss_fn=loss_fn, device=device, dtype=torch.bfloat16 if on_gpu else torch.float32,
+                   data_parallel=data_parallel)
+
+    @classmethod
+    def check_loss(cls, spec: str, cfg: SlimeConfig) -> str:
+        """Load the loss plugin ``spec`` (``path.py[:function]``, any of the three conventions of
+        :mod:`slime.plugins.loss`) and call it once on a probe batch
+        (:func:`slime.plugins.loss.probe_loss_plugin`); returns its name for the start-up log.
+
+        Raises:
+            slime.plugins.loader.PluginError: it does not load, fit a convention or return what
+                its convention returns (one line).
+        """
+        plugin = load_loss_plugin(spec, cfg)
+        probe_loss_plugin(plugin, PolicyLossConfig.from_config(cfg))
+        return plugin.plugin_name
 
     def __init__(
         self,

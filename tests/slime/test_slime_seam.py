@@ -320,6 +320,47 @@ def test_reading_every_registered_methods_flags_does_not_import_torch():
     assert r.returncode == 0 and json.loads(r.stdout)["env_vars"]["PRM_MODEL_PATH"] == "/prm", r.stderr
 
 
+def test_the_driver_checks_and_logs_a_run_without_torch(tmp_path):
+    """The driver (``slime/train.py``, a Ray job's entrypoint) only orchestrates: importing it,
+    checking a run (offline with a reward plugin, live with the default judge) and its metrics sinks,
+    TensorBoard included, load no torch. Loading it cost every job ~3 s of a core (the import, and
+    the interpreter's exit). The train actors load the training stack by ``--train-backend``
+    (:mod:`slime.trainer.registry`); a run with a loss plugin still has it probed before Ray starts,
+    by the backend (torch then loads)."""
+    data = tmp_path / "sessions.jsonl"
+    data.write_text("")
+    code = textwrap.dedent(f"""
+        import sys
+        from slime.config.run_args import parse_run_args
+        from slime.orchestration.monitor import MetricsLogger
+        from slime.train import check_run
+        common = ["--model-path", "builtin:tiny-qwen3", "--rl-buffer-dir", {str(tmp_path / "buf")!r}]
+        offline = check_run(parse_run_args([*common, "--data-path", {str(data)!r},
+                                            "--custom-rm-path", "tests/plugins/low_ids_reward.py"]))
+        live = check_run(parse_run_args([*common, "--num-rollout", "2"]))
+        logger = MetricsLogger({str(tmp_path / "logs")!r}, "run-x")
+        logger.log(1, {{"reward/mean": 0.5, "loss": 0.1}})
+        logger.close()
+        loaded = sorted(m for m in sys.modules if m == "torch" or m.startswith("torch."))
+        assert not loaded, loaded[:5]
+        assert any(line.startswith("reward: ") for line in offline) and not any("loss" in l for l in offline + live)
+        lines = check_run(parse_run_args([*common, "--num-rollout", "2", "--custom-loss-function-path",
+                                          "examples/method-template/custom_loss.py"]))
+        assert any(line.startswith("loss: ") for line in lines) and "torch" in sys.modules, lines
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+def test_an_unregistered_train_backend_is_one_line():
+    from slime.trainer.registry import load_train_backend, train_backend_names
+
+    assert "fsdp" in train_backend_names()
+    with pytest.raises(ConfigError, match=r"^argument --train-backend: 'megatron' is not a registered training "
+                                          r"backend \(registered: fsdp; entry points slime.train_backends\)$"):
+        load_train_backend("megatron")
+
+
 def test_the_plugin_loaders_names_still_import_from_slime_plugins():
     """``slime.plugins`` was the loader module; it is now the package, and still gives its names."""
     from slime.plugins import PluginError, load_function
