@@ -1,95 +1,36 @@
-"""The OpenAI-compatible intercept server (serving loop + capture)."""
+"""The OpenAI-compatible intercept server (serving loop + capture).
 
-import logging
-import threading
+The package's names load on first use (PEP 562): :func:`build_server` and :func:`engine_options`
+from :mod:`openclaw_rl.server.build`, :class:`ServerConfig`, :func:`build_parser` and
+:func:`parse_server_args` from :mod:`openclaw_rl.server.config`. A process that reads one light
+module of the package (the tool-call parser, to import an OpenClaw history in a Ray job's driver)
+then does not load FastAPI and the serving stack.
+"""
 
-from openclaw_rl.server.config import ServerConfig, build_parser, parse_server_args
+from __future__ import annotations
 
-log = logging.getLogger(__name__)
+import importlib
+from typing import TYPE_CHECKING, Any
 
+_EXPORTS = {"build_server": "openclaw_rl.server.build", "engine_options": "openclaw_rl.server.build",
+            **dict.fromkeys(("ServerConfig", "build_parser", "parse_server_args"), "openclaw_rl.server.config")}
 
-def _warm_up(engine) -> None:
-    try:
-        engine.warm_up()
-    except Exception:  # a failed warm-up only means the first forced call builds it instead
-        log.exception("grammar warm-up failed")
+__all__ = sorted(_EXPORTS)
 
-
-def engine_options(config: "ServerConfig") -> dict:
-    """The keyword arguments of :func:`openclaw_rl.engine.create_engine` for ``config``."""
-    import shlex
-
-    from openclaw_rl.server.config import REMOTE_BACKENDS
-
-    if config.backend not in REMOTE_BACKENDS:
-        return {"device": config.device, "max_context": config.max_context,
-                "max_batch_size": config.max_batch_size, "prefill_chunk_tokens": config.prefill_chunk_tokens}
-    return {"max_context": config.max_context, "engine_urls": config.engine_url,
-            "engine_python": config.engine_python, "rollout_gpus": config.rollout_gpus,
-            "gpus_per_engine": config.rollout_num_gpus_per_engine, "engine_args": shlex.split(config.engine_args),
-            "log_dir": config.engine_logs, "start_timeout": config.engine_start_timeout,
-            "kv_cache_gib": config.engine_kv_cache_gib}
+if TYPE_CHECKING:  # what type checkers and IDEs see
+    from openclaw_rl.server.build import build_server, engine_options
+    from openclaw_rl.server.config import ServerConfig, build_parser, parse_server_args
 
 
-def build_server(config: "ServerConfig", engine=None):
-    """Build the FastAPI app, engine and store for a :class:`ServerConfig`.
-
-    Args:
-        config: the server's settings.
-        engine: an engine already built for ``config.model_path`` (e.g. one wrapped to inject
-            faults in tests); default: built from ``config``.
-
-    Returns:
-        ``(app, engine, store)``; ``store`` is None without ``--enable-rl-intercept``. The
-        graceful-shutdown state (:class:`openclaw_rl.server.shutdown.Drain`) is
-        ``app.state.drain``, the :class:`openclaw_rl.server.chat.ChatService` ``app.state.service``.
+def __getattr__(name: str) -> Any:
+    """``openclaw_rl.server.<name>`` for a public name, imported from its module on first use.
 
     Raises:
-        ValueError: bad model path, backend or side-turn rules file.
+        AttributeError: ``name`` is not one of :data:`__all__` (nor a submodule).
     """
-    from openclaw_rl.capture.failures import CaptureFailures
-    from openclaw_rl.capture.lessons import LessonBook, LessonPrompt
-    from openclaw_rl.capture.recorder import Recorder
-    from openclaw_rl.capture.store import TrajectoryStore
-    from openclaw_rl.capture.turn_rules import TurnRules
-    from openclaw_rl.engine import create_engine
-    from openclaw_rl.models import load_tokenizer, resolve_model_path
-    from openclaw_rl.vl_models import load_processor
-    from openclaw_rl.server.admission import AdmissionControl
-    from openclaw_rl.server.app import create_app
-    from openclaw_rl.server.chat import ChatService
-    from openclaw_rl.server.shutdown import Drain
-
-    if config.torch_threads > 0:
-        import torch
-        torch.set_num_threads(config.torch_threads)
-    rules = TurnRules.from_file(config.side_turn_rules) if config.side_turn_rules else TurnRules()
-    if engine is None:
-        engine = create_engine(config.backend, config.model_path, **engine_options(config))
-    if config.grammar_warmup and engine.supports_grammar:
-        threading.Thread(target=_warm_up, args=(engine,), name="grammar-warmup", daemon=True).start()
-    tokenizer = load_tokenizer(config.model_path)
-    processor = load_processor(resolve_model_path(config.model_path))  # None for a text-only model
-    store = recorder = lessons = None
-    admission = AdmissionControl(config.max_running_requests, config.max_queued_requests)
-    if config.enable_rl_intercept:
-        failures = CaptureFailures(admission.registry)
-        store = TrajectoryStore(config.rl_buffer_dir)
-        recorder = Recorder(store, rules, idle_timeout=config.session_idle_timeout, failures=failures)
-        if config.inject_lessons:
-            lessons = LessonPrompt(LessonBook(store), config.inject_lessons)
-    drain = Drain(config.shutdown_grace_seconds)
-    service = ChatService(engine, tokenizer, config.model_name, recorder,
-                          default_max_tokens=config.default_max_tokens,
-                          default_temperature=config.default_temperature, admission=admission, drain=drain,
-                          processor=processor, lessons=lessons)
-    app = create_app(service, api_key=config.api_key, recorder=recorder, engine_close=engine.aclose,
-                     max_request_bytes=config.max_request_bytes, admin_api_key=config.admin_api_key,
-                     weights_dirs=config.weights_dir, base_model_path=str(resolve_model_path(config.model_path)),
-                     resume_served_version=config.resume_served_version, metrics_dir=config.metrics_dir,
-                     forget_log_dirs=config.forget_log_dirs)
-    app.state.drain, app.state.service = drain, service
-    return app, engine, store
-
-
-__all__ = ["ServerConfig", "build_parser", "build_server", "parse_server_args"]
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'openclaw_rl.server' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
