@@ -14,9 +14,9 @@ and it prints one line, the job API URL to submit to:
   (``ray.init(address=...)``) and prints its dashboard URL (``ray.init(...).dashboard_url``);
 * ``ray://`` (Ray Client) cannot submit jobs: an error.
 
-Exit codes: 0 with the URL on stdout; 3 when nothing answers at a GCS address (the launch scripts
-check that first with ``ray status``, and start a local head only for this machine's default
-address); 2 with a one-line message on stderr for anything else. Spec: https://docs.ray.io/en/latest/cluster/running-applications/job-submission/quickstart.html
+Exit codes: 0 with the URL on stdout; 3 when no Ray cluster answers at a GCS address (the launch
+scripts then start a local head, only for this machine's default address; this one connection is
+their check that a cluster runs there); 2 with a one-line message on stderr for anything else. Spec: https://docs.ray.io/en/latest/cluster/running-applications/job-submission/quickstart.html
 """
 
 from __future__ import annotations

@@ -156,17 +156,23 @@ ensure_ray_head() {
   esac
   local default_address=127.0.0.1:$RAY_PORT
   export RAY_ADDRESS=${RAY_ADDRESS:-$default_address}
-  # a closed port is known at once; `ray status` alone retries for about 40 s before saying so
+  # a closed port is known at once; connecting to it alone retries for about 40 s before saying so
   local gcs_host=${RAY_ADDRESS%:*} gcs_port=${RAY_ADDRESS##*:} gcs_open=1
   gcs_host=${gcs_host#[}; gcs_host=${gcs_host%]}
   case "$gcs_port" in
-    ""|*[!0-9]*) ;;   # "auto" and the like: ray status decides
+    ""|*[!0-9]*) ;;   # "auto" and the like: connecting decides
     *) timeout 3 bash -c "exec 3<>/dev/tcp/$gcs_host/$gcs_port" 2>/dev/null || gcs_open=0 ;;
   esac
-  if [ "$gcs_open" = 1 ] && ray status --address "$RAY_ADDRESS" >/dev/null 2>&1; then
-    JOB_API=$(cd "$REPO_DIR" && "$PYTHON" -m openclaw_rl.launch.job_address) || exit 2
-    echo "$LAUNCH_SCRIPT: submitting to the Ray cluster at $RAY_ADDRESS (job API $JOB_API)"
-    return 0
+  if [ "$gcs_open" = 1 ]; then
+    # one connection finds the cluster and its job API (exit 3: no Ray cluster answers there)
+    local found=0
+    JOB_API=$(cd "$REPO_DIR" && "$PYTHON" -m openclaw_rl.launch.job_address) || found=$?
+    case "$found" in
+      0) echo "$LAUNCH_SCRIPT: submitting to the Ray cluster at $RAY_ADDRESS (job API $JOB_API)"
+         return 0 ;;
+      3) ;;
+      *) exit 2 ;;   # job_address said why in one line
+    esac
   fi
   case "$RAY_ADDRESS" in
     "$default_address"|"localhost:$RAY_PORT") ;;
