@@ -23,6 +23,7 @@ import logging
 import os
 import shutil
 import signal
+import sys
 import threading
 from pathlib import Path
 
@@ -72,12 +73,22 @@ def _use_all_cores(share: int = 1, threads: int = 0) -> None:
     """Ray starts workers niced and with OMP_NUM_THREADS=1; a trainer wants the cores it may use
     (:func:`slime.omp.usable_cores`; its ``1 / share`` when ``share`` processes train on them side
     by side), or ``threads`` when given (``--train-threads``)."""
-    import torch
-    torch.set_num_threads(threads or max(1, usable_cores() // max(1, share)))
+    _undo_ray_niceness()
+    _size_torch_threads(share, threads)
+
+
+def _undo_ray_niceness() -> None:
+    """Run at normal priority, as the processes this one starts then do (Ray starts workers niced)."""
     try:
         os.setpriority(os.PRIO_PROCESS, 0, 0)
     except OSError:  # not allowed to lower niceness: keep Ray's priority
         pass
+
+
+def _size_torch_threads(share: int = 1, threads: int = 0) -> None:
+    """torch's intra-op threads: ``threads``, else the usable cores over ``share`` (see :func:`_use_all_cores`)."""
+    import torch
+    torch.set_num_threads(threads or max(1, usable_cores() // max(1, share)))
 
 
 @ray.remote(num_cpus=0, max_concurrency=4)
@@ -91,10 +102,14 @@ class RolloutManager:
 
     def __init__(self, cfg, resume_step: int | None = None):
         logging.basicConfig(level=logging.INFO)
-        _use_all_cores()
+        _undo_ray_niceness()  # before the service starts its server, which inherits the priority
         self.cfg = cfg
         self.method = load_method_class(cfg.advantage_estimator)(cfg)
         self.service = load_service_class(cfg.rollout_service)(cfg, resume_step, self.method)
+        # torch is here only for a judge model the service runs in this process (a PRM, a
+        # classifier); an offline run judged by a reward plugin never loads it (~1.5 s of a core)
+        if "torch" in sys.modules:
+            _size_torch_threads()
         self.rollout_spec = rollout_spec(cfg)
         self.rollout_fn = load_rollout_function(self.rollout_spec)
         self.args = self.service.rollout_args()
