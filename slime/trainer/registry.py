@@ -52,8 +52,10 @@ def load_train_backend(name: str) -> type:
     """
     names = train_backend_names()
     if name not in names:
+        # none at all: an install from before the entry point group existed (pyproject.toml changed)
+        known = ", ".join(names) or "none: reinstall the package, make install or pip install -e ."
         raise ConfigError(f"argument --train-backend: {name!r} is not a registered training backend "
-                          f"(registered: {', '.join(names) or 'none'}; entry points {TRAIN_BACKENDS})")
+                          f"(registered: {known}; entry points {TRAIN_BACKENDS})")
     cls = load_entry(TRAIN_BACKENDS, name)
     if not isinstance(cls, type) or not all(callable(getattr(cls, m, None)) for m in ("for_rank", "check_loss")):
         raise ConfigError(f"{TRAIN_BACKENDS} entry {name!r} is not a training backend class "
