@@ -1,14 +1,16 @@
 """Offline replay of tests/test_learning.py's update, to size it: how soon, and how surely, the
-mean reward of the tiny model rises for a given sampling temperature, learning rate and beta2.
+mean reward of the tiny model rises for a given reply length, sampling temperature, learning rate
+and Adam betas.
 
 The same :class:`slime.trainer.backend.TrainingBackend` step as the live run (on-policy: the
 replies are sampled from the weights the step updates, Binary RL's ``broadcast`` advantages, the
 low-ids reward of tests/plugins/low_ids_reward.py), without the server, Ray or the HTTP loop, so
-one seed of 16 steps takes ~40 s on one core. The sampling seed is ``1000 + seed``; the live run's
-sampling is not seeded, so a replay measures the spread over seeds, not one run.
+one seed of 12 steps of 4-token replies takes ~25 s on one core. The sampling seed is
+``1000 + seed``; the live run's sampling is not seeded, so a replay measures the spread over
+seeds, not one run.
 
-    .venv/bin/python -m tests.support.learning_replay --seeds 0-9 --steps 16 --temperature 0.1 \\
-        --lr 2e-2 --adam-beta2 0.999
+    .venv/bin/python -m tests.support.learning_replay --seeds 0-39 --steps 12 --reply-tokens 4 \\
+        --temperature 0.1 --lr 2e-2 --adam-beta1 0 --adam-beta2 0.999
 
 prints one JSON line per seed: ``seed``, ``curve`` (the mean reward of each step's replies, in
 [-1, 1]) and ``onset`` (the first step whose mean passed 0.5, or null).
@@ -34,12 +36,13 @@ REWARD_PATH = f"{Path(__file__).resolve().parents[1] / 'plugins' / 'low_ids_rewa
 
 
 def replay(seed: int, steps: int, batch: int, reply_tokens: int, temperature: float, lr: float,
-           adam_beta2: float) -> list[float]:
+           adam_beta1: float, adam_beta2: float) -> list[float]:
     """Train tiny-qwen3 ``steps`` steps on its own replies; returns the mean reward of each
     step's ``batch`` replies (``reply_tokens`` tokens each, sampled at ``temperature``)."""
     torch.set_num_threads(1)
     cfg = parse_args(["--model-path", "builtin:tiny-qwen3", "--rollout-batch-size", str(batch),
-                      "--lr", str(lr), "--adam-beta2", str(adam_beta2), "--seed", str(seed),
+                      "--lr", str(lr), "--adam-beta1", str(adam_beta1), "--adam-beta2", str(adam_beta2),
+                      "--seed", str(seed),
                       "--collapse-guard", "off"])
     backend = TrainingBackend(cfg)
     reward = load_function(REWARD_PATH, "--custom-rm-path")
@@ -83,10 +86,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--reply-tokens", type=int, default=8)
     ap.add_argument("--temperature", type=float, default=0.1)
     ap.add_argument("--lr", type=float, default=2e-2)
+    ap.add_argument("--adam-beta1", type=float, default=0.9)
     ap.add_argument("--adam-beta2", type=float, default=0.999)
     a = ap.parse_args(argv)
     for seed in a.seeds:
-        curve = replay(seed, a.steps, a.batch, a.reply_tokens, a.temperature, a.lr, a.adam_beta2)
+        curve = replay(seed, a.steps, a.batch, a.reply_tokens, a.temperature, a.lr, a.adam_beta1, a.adam_beta2)
         onset = next((i + 1 for i, r in enumerate(curve) if r > 0.5), None)
         print(json.dumps({"seed": seed, "onset": onset, "curve": [round(r, 3) for r in curve]}), flush=True)
 
