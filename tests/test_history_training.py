@@ -21,6 +21,7 @@ from openclaw_rl.rollout.history import (OVER_CAP, HistoryPathError, history_cou
                                          load_history)
 from openclaw_rl.tls import tls_context
 from tests.support.openclaw_history import build_agent_store
+from tests.support.ray_head import driver_env
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -204,7 +205,7 @@ def test_openclaw_state_folder_history_and_the_run_s_own_buffer(tmp_path):
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_history_is_judged_and_trained_on_ray_before_live_turns(tmp_path):
+def test_history_is_judged_and_trained_on_ray_before_live_turns(ray_head, tmp_path):
     """slime/train.py --history-path on a real server, store and Ray, with live traffic from the
     start: the lexical PRM judges the history's 4 most recent turns (of 8) from their next states,
     steps 1-2 train them most recent first, steps 3-4 the live turns, and the summary counts the
@@ -212,7 +213,7 @@ def test_history_is_judged_and_trained_on_ray_before_live_turns(tmp_path):
     import httpx
 
     _recorded_history(tmp_path / "history").close()
-    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "SLIME_CALLER_CWD", "DATA_PATH")}
+    env = driver_env(ray_head[0], "SLIME_CALLER_CWD", "DATA_PATH")
     job = subprocess.Popen([sys.executable, str(REPO / "slime" / "train.py"), "--model-path", "builtin:tiny-qwen3",
                             "--history-path", "history", "--history-max-turns", "4", "--num-rollout", "4",
                             "--advantage-estimator", "broadcast", "--prm-mode", "lexical", "--num-judge-workers", "1",

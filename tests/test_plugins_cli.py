@@ -11,13 +11,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.ray_head import driver_env
 from tests.support.sessions import record_sessions
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _train(*args: str, cwd: Path = REPO, timeout: int = 120) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+def _train(*args: str, cwd: Path = REPO, timeout: int = 120,
+           ray_port: int | None = None) -> subprocess.CompletedProcess:
+    """``slime/train.py`` on the shared head at ``ray_port`` (``ray_head``), or with no Ray address
+    (the runs that must fail before Ray starts)."""
+    env = driver_env(ray_port) if ray_port else {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     return subprocess.run([sys.executable, str(REPO / "slime" / "train.py"), "--model-path", "builtin:tiny-qwen3",
                            "--num-rollout", "1", *args], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=timeout)
@@ -78,7 +82,7 @@ def test_bad_plugins_fail_at_start_up_with_one_line(tmp_path):
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_a_reward_plugin_failing_too_often_stops_the_run(tiny_server, tmp_path):
+def test_a_reward_plugin_failing_too_often_stops_the_run(tiny_server, ray_head, tmp_path):
     data = record_sessions(tiny_server, tmp_path / "sessions.jsonl")
     spec = _write(tmp_path / "broken_rm.py", """
         def reward(args, sample):
@@ -87,7 +91,7 @@ def test_a_reward_plugin_failing_too_often_stops_the_run(tiny_server, tmp_path):
     r = _train("--data-path", str(data), "--custom-rm-path", spec, "--rollout-batch-size", "2",
                "--advantage-estimator", "broadcast",
                "--rl-buffer-dir", str(tmp_path / "buf"), "--log-dir", str(tmp_path / "logs"),
-               "--save", str(tmp_path / "ckpt"), timeout=600)
+               "--save", str(tmp_path / "ckpt"), timeout=600, ray_port=ray_head[0])
     assert r.returncode == 1, r.stderr[-4000:]
     last = _error_line(r.stderr)
     assert f"samples failed in --custom-rm-path {spec}:reward" in last
@@ -98,7 +102,7 @@ def test_a_reward_plugin_failing_too_often_stops_the_run(tiny_server, tmp_path):
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_a_nan_loss_at_training_time_stops_the_run_before_the_update(tiny_server, tmp_path):
+def test_a_nan_loss_at_training_time_stops_the_run_before_the_update(tiny_server, ray_head, tmp_path):
     data = record_sessions(tiny_server, tmp_path / "sessions.jsonl", sessions=("n1", "n2", "n3"))
     spec = _write(tmp_path / "nan_loss.py", """
         def compute_loss(policy_logits, reference_logits, rewards, advantages, config):
@@ -113,7 +117,7 @@ def test_a_nan_loss_at_training_time_stops_the_run_before_the_update(tiny_server
                # vocabulary (masked by default: the loss would then see 2, like the probe)
                "--degenerate-samples", "train",
                "--rl-buffer-dir", str(tmp_path / "buf"), "--log-dir", str(tmp_path / "logs"),
-               "--save", str(tmp_path / "ckpt"), timeout=600)
+               "--save", str(tmp_path / "ckpt"), timeout=600, ray_port=ray_head[0])
     assert r.returncode == 1, r.stderr[-4000:]
     assert _error_line(r.stderr) == (f"slime/train.py: error: loss function plugin {spec}:compute_loss (simple convention): "
                     "returned a non-finite loss (nan); optimizer step skipped, weights unchanged")

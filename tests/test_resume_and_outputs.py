@@ -6,7 +6,6 @@ staleness counts from their version."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from slime.orchestration.ray_actors import RUN_CONFIG, prune_published
+from tests.support.ray_head import driver_env
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -26,8 +26,8 @@ def _sessions(path: Path, n: int = 6) -> Path:
     return path
 
 
-def _train(cwd: Path, *args: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "SLIME_CALLER_CWD", "DATA_PATH")}
+def _train(cwd: Path, ray_port: int, *args: str) -> dict:
+    env = driver_env(ray_port, "SLIME_CALLER_CWD", "DATA_PATH")
     r = subprocess.run([sys.executable, str(REPO / "slime" / "train.py"), "--model-path", "builtin:tiny-qwen3",
                         "--data-path", "sessions.jsonl", "--custom-rm-path", "tests/plugins/low_ids_reward.py",
                         "--rollout-batch-size", "2", "--save", "./ckpt", "--log-dir", "./logs", *args],
@@ -43,11 +43,11 @@ def _steps(cwd: Path) -> list[dict]:
     return rows
 
 
-def test_resume_serves_the_resumed_version_and_prunes_published(tmp_path):
+def test_resume_serves_the_resumed_version_and_prunes_published(ray_head, tmp_path):
     work = tmp_path / "elsewhere"
     work.mkdir()
     _sessions(work / "sessions.jsonl")
-    first = _train(work, "--num-rollout", "1")
+    first = _train(work, ray_head[0], "--num-rollout", "1")
     assert first["steps"] == 1
     # every relative path flag landed under the caller's directory (the plugin came from the repository)
     assert (work / "ckpt" / "checkpoint-1" / "trainer_state.json").is_file()
@@ -58,7 +58,8 @@ def test_resume_serves_the_resumed_version_and_prunes_published(tmp_path):
     state = json.loads((work / "ckpt" / "checkpoint-1" / "trainer_state.json").read_text())
     assert state["extra"]["config"]["model_path"] == "builtin:tiny-qwen3"
 
-    second = _train(work, "--num-rollout", "3", "--resume-from-checkpoint", "ckpt", "--keep-published-versions", "1")
+    second = _train(work, ray_head[0], "--num-rollout", "3", "--resume-from-checkpoint", "ckpt",
+                    "--keep-published-versions", "1")
     assert second["start_step"] == 1 and second["steps"] == 2 and second["resumed_weight_version"] == 1
     resumed = [row for row in _steps(work) if row["step"] == 2]
     assert len(resumed) == 1

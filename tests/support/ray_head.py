@@ -126,3 +126,14 @@ def job_env(port: int, dash: int, **extra: str) -> dict:
     form (the script then asks ``ray status`` and the cluster itself for its job API, ~4 s more)."""
     return {**os.environ, "RAY_PORT": str(port), "RAY_DASHBOARD_PORT": str(dash),
             "RAY_ADDRESS": f"http://127.0.0.1:{dash}", "PYTHON": sys.executable, "RAY_AUTH_MODE": "token", **extra}
+
+
+def driver_env(port: int, *unset: str, **extra: str) -> dict:
+    """Environment for ``python slime/train.py`` run as a driver of the head at GCS ``port`` (the
+    suite's shared head, ``ray_head``): ``RAY_ADDRESS=127.0.0.1:<port>``, as a user on a cluster
+    sets it, instead of a private local cluster per run (~5 s of a core to start and stop each).
+    The names in ``unset`` are left out. The run's actors live in the head's worker processes, so
+    they see the head's environment, not this one: a test whose actors must read a variable set
+    here (fault points, thread counts) starts a cluster of its own."""
+    env = {k: v for k, v in os.environ.items() if k not in unset}
+    return {**env, "RAY_ADDRESS": f"127.0.0.1:{port}", "RAY_AUTH_MODE": "token", **extra}
