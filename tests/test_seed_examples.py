@@ -23,6 +23,7 @@ import pytest
 from slime.config.flags import ConfigError
 from slime.config.run_args import parse_run_args, with_absolute_paths
 from slime.train import check_run
+from tests.support.ray_head import driver_env
 
 REPO = Path(__file__).resolve().parent.parent
 SESSION = {"session_id": "user_session_abc123", "turns": [
@@ -204,7 +205,7 @@ README_PLUGIN = re.compile(r"```python\n# my-method/(custom_\w+)\.py\n(.*?)```",
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_seed_plugin_example_trains_with_data_path_and_nothing_else(tmp_path):
+def test_seed_plugin_example_trains_with_data_path_and_nothing_else(ray_head, tmp_path):
     """`python slime/train.py --model-path builtin:tiny-qwen3 --custom-loss-function-path my/custom_loss.py
     --custom-rm-path my/custom_rm.py` with DATA_PATH (relative) set: the README's plugins, run from
     another directory, train one pass over the hand-written session (prompt and response only)."""
@@ -214,11 +215,12 @@ def test_seed_plugin_example_trains_with_data_path_and_nothing_else(tmp_path):
     assert sorted(name for name, _ in blocks) == ["custom_loss", "custom_rm"]
     for name, body in blocks:
         (work / "my" / f"{name}.py").write_text(body)
-    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "SLIME_CALLER_CWD")}
+    # on a running cluster (the suite's shared head): the actors run in its worker processes, yet
+    # the store (no --save) lands in the caller's directory and the relative DATA_PATH is the caller's
     r = subprocess.run([sys.executable, str(REPO / "slime" / "train.py"), "--model-path", "builtin:tiny-qwen3",
                         "--custom-loss-function-path", "my/custom_loss.py", "--custom-rm-path", "my/custom_rm.py"],
-                       cwd=work, env={**env, "DATA_PATH": "data/sessions.jsonl"}, capture_output=True, text=True,
-                       timeout=900)
+                       cwd=work, env=driver_env(ray_head[0], "SLIME_CALLER_CWD", DATA_PATH="data/sessions.jsonl"),
+                       capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-5000:]
     summary = json.loads(r.stdout[r.stdout.index("{"):])
     assert summary["steps"] == 1 and summary["samples_trained"] == 1  # the one main turn

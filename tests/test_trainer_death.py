@@ -4,7 +4,7 @@ reports it in one line naming what died, in which step and how to resume, and th
 trains every turn exactly once: claims of the dead step go back, turns of a checkpointed step are
 not trained again, turns marked trained by a step that was not saved are trained again (once).
 
-Real Ray (a local cluster on loopback, inside the suite's ``unshare -n``), the real trainer on
+Real Ray (the test process's Ray head on loopback, inside the suite's ``unshare -n``), the real trainer on
 ``builtin:tiny-qwen3``, the real SQLite store with recorded sessions imported offline."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from slime.orchestration.fault_points import FAULT_AT_ENV, FAULT_DIR_ENV, wait_reached
+from tests.support.ray_head import driver_env
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -33,10 +34,13 @@ def _sessions(path: Path) -> None:
          "next_state": "thanks"}]}) + "\n" for i in range(TURNS)))
 
 
-def _start(work: Path, *args: str, fault: str | None = None, fault_dir: Path | None = None) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("RAY_ADDRESS", "SLIME_CALLER_CWD", "DATA_PATH", FAULT_AT_ENV, FAULT_DIR_ENV)}
-    env["OMP_NUM_THREADS"] = "1"
+def _start(work: Path, ray_port: int, *args: str, fault: str | None = None,
+           fault_dir: Path | None = None) -> subprocess.Popen:
+    """``slime/train.py`` driving a run on the head at GCS ``ray_port`` (the shared ``ray_head``;
+    the run's actors are Ray's to end with it). Its actors see the fault point and the thread
+    count because ``SLIME_JOB_ENV`` names them (the driver carries them, as a launch script does)."""
+    env = driver_env(ray_port, "SLIME_CALLER_CWD", "DATA_PATH", FAULT_AT_ENV, FAULT_DIR_ENV,
+                     OMP_NUM_THREADS="1", SLIME_JOB_ENV=f"{FAULT_AT_ENV} {FAULT_DIR_ENV} OMP_NUM_THREADS")
     if fault:
         env.update({FAULT_AT_ENV: fault, FAULT_DIR_ENV: str(fault_dir)})
     return subprocess.Popen(
@@ -57,12 +61,12 @@ def _trained(work: Path) -> dict[int, tuple[str, int | None]]:
         db.close()
 
 
-def _kill_at(work: Path, fault: str, *args: str) -> tuple[str, str]:
+def _kill_at(work: Path, ray_port: int, fault: str, *args: str) -> tuple[str, str]:
     """Run (with ``args``) until a process blocks at ``fault``, SIGKILL it, and return the run's
     (stdout, stderr)."""
     faults = work / f"faults-{fault.replace('@', '-')}"
     faults.mkdir()
-    run = _start(work, *args, fault=fault, fault_dir=faults)
+    run = _start(work, ray_port, *args, fault=fault, fault_dir=faults)
     try:
         pid = wait_reached(faults, fault, timeout_s=600, proc=run)
         os.kill(pid, signal.SIGKILL)
@@ -75,8 +79,8 @@ def _kill_at(work: Path, fault: str, *args: str) -> tuple[str, str]:
     return out, err
 
 
-def _resume(work: Path) -> dict:
-    run = _start(work, "--resume-from-checkpoint", "ckpt")
+def _resume(work: Path, ray_port: int) -> dict:
+    run = _start(work, ray_port, "--resume-from-checkpoint", "ckpt")
     out, err = run.communicate(timeout=900)
     assert run.returncode == 0, out[-2000:] + err[-4000:]
     return json.loads(out[out.index("{"):])
@@ -107,7 +111,7 @@ def _assert_each_turn_trained_once(work: Path, summary: dict, start: int) -> Non
 RESUME = ("--resume-from-checkpoint", "ckpt")
 
 
-def test_killed_at_three_points_of_a_run_and_resumed_each_time(tmp_path):
+def test_killed_at_three_points_of_a_run_and_resumed_each_time(ray_head, tmp_path):
     """One run killed at three points in turn, resumed after each kill (one lineage, four
     processes: each kill's state is checked before the next resume):
 
@@ -121,17 +125,17 @@ def test_killed_at_three_points_of_a_run_and_resumed_each_time(tmp_path):
 
     the last resume continues from checkpoint-1, trains step 2's turns again (once), cleans up the
     half-written folder, and in the end every turn was trained in exactly one step of the lineage."""
-    work = tmp_path / "run"
+    work, port = tmp_path / "run", ray_head[0]
     work.mkdir()
     _sessions(work / "sessions.jsonl")
 
-    _, err = _kill_at(work, "save@1")
+    _, err = _kill_at(work, port, "save@1")
     _assert_one_line_report(err, work, 1, "no checkpoint yet: it starts over from the base model")
     after_kill = _trained(work)
     assert Counter(s for s, _ in after_kill.values()) == {"trained": BATCH, "judged": TURNS - BATCH}, after_kill
     assert not (work / "ckpt" / "checkpoint-latest").exists()
 
-    _, err = _kill_at(work, "train_step@2", *RESUME)  # resumes at step 0, trains step 1, dies in step 2
+    _, err = _kill_at(work, port, "train_step@2", *RESUME)  # resumes at step 0, trains step 1, dies in step 2
     _assert_one_line_report(err, work, 2, "checkpoint-1; turns trained after it are trained again")
     after_kill = _trained(work)
     step1 = {i for i, (s, t) in after_kill.items() if t == 1}
@@ -140,35 +144,35 @@ def test_killed_at_three_points_of_a_run_and_resumed_each_time(tmp_path):
     state = json.loads((work / "ckpt" / "checkpoint-latest" / "trainer_state.json").read_text())
     assert state["step"] == 1 and state["weight_version"] == 1
 
-    _, err = _kill_at(work, "save_written@2", *RESUME)
+    _, err = _kill_at(work, port, "save_written@2", *RESUME)
     _assert_one_line_report(err, work, 2, "checkpoint-1; turns trained after it are trained again")
     assert Counter(t for _, t in _trained(work).values()) == {1: BATCH, 2: BATCH, None: TURNS - 2 * BATCH}
     assert list((work / "ckpt").glob(".tmp-checkpoint-2-*"))
 
-    summary = _resume(work)
+    summary = _resume(work, port)
     _assert_each_turn_trained_once(work, summary, start=1)
     assert summary["resumed_weight_version"] == 1
     assert {i for i, (_, t) in _trained(work).items() if t == 1} == step1  # not trained again
     assert not list((work / "ckpt").glob(".tmp-checkpoint-*"))
 
 
-def test_killed_during_a_promotion_resumes_from_the_last_promoted_version(tmp_path):
+def test_killed_during_a_promotion_resumes_from_the_last_promoted_version(ray_head, tmp_path):
     """The trainer SIGKILLed while the promotion gate measures version 2 (trained, not yet
     checkpointed or served), with ``--save-interval`` far beyond the run: version 1 was
     checkpointed when it was promoted, so the resume starts from it (not from the base model),
     serves it again, trains step 2's turns once more and ends with every served version one that
     passed the gate. The thresholds are wide so that the tiny random model's verdicts are all passes:
     the test is about what a kill loses, not about the verdicts."""
-    work = tmp_path / "run"
+    work, port = tmp_path / "run", ray_head[0]
     work.mkdir()
     _sessions(work / "sessions.jsonl")
     wide = ("--save-interval", "100", "--gate-max-nll-rise", "100", "--gate-logprob-margin", "100")
-    _, err = _kill_at(work, "gate@2", *wide)
+    _, err = _kill_at(work, port, "gate@2", *wide)
     _assert_one_line_report(err, work, 2, "checkpoint-1; turns trained after it are trained again")
     state = json.loads((work / "ckpt" / "checkpoint-latest" / "trainer_state.json").read_text())
     assert state["step"] == 1 and state["weight_version"] == 1  # written at promotion, not by the interval
 
-    run = _start(work, *RESUME, *wide)
+    run = _start(work, port, *RESUME, *wide)
     out, err = run.communicate(timeout=900)
     assert run.returncode == 0, out[-2000:] + err[-4000:]
     summary = json.loads(out[out.index("{"):])

@@ -25,6 +25,7 @@ import shutil
 import signal
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 
 import ray
@@ -35,7 +36,8 @@ from slime.trainer.checkpoint_layout import RUN_CONFIG, find_checkpoint_of_versi
 from slime.guards.collapse import act_on_collapse
 from slime.orchestration.fault_points import reached
 from slime.methods.registry import load_method_class
-from slime.config.paths import published_dir
+from slime.config.paths import CALLER_CWD_ENV, published_dir
+from slime.config.run_args import job_runtime_env
 from slime.guards.promotion import GateData, measure_version
 from slime.plugins.rollout import load_rollout_function, normalize_rollout_output, rollout_choice, rollout_spec
 from slime.orchestration.services import load_service_class
@@ -45,12 +47,33 @@ from slime.omp import usable_cores
 log = logging.getLogger(__name__)
 
 
+#: set by Ray in a submitted job's entrypoint (the job's runtime_env and metadata)
+JOB_CONFIG_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"
+
+
+def driver_runtime_env(environ: Mapping[str, str] | None = None) -> dict:
+    """The Ray ``runtime_env`` of a driver started by hand on a running cluster
+    (``RAY_ADDRESS=<cluster> python slime/train.py``): what a launch script gives a submitted job
+    (:func:`slime.config.run_args.job_runtime_env`: the environment fallbacks set, the variables
+    ``SLIME_JOB_ENV`` names) and the working directory as ``SLIME_CALLER_CWD`` (unless set). Takes
+    the environment (default ``os.environ``); returns ``{"env_vars": {...}}``. The run's actors
+    live in the cluster's worker processes, which inherit neither this process's environment nor
+    its working directory: without it a run with no ``--save`` put its trajectory store in the
+    head's directory, and a plugin's variables were unset in the actors."""
+    environ = os.environ if environ is None else environ
+    runtime_env = job_runtime_env(environ)
+    runtime_env["env_vars"].setdefault(CALLER_CWD_ENV, str(Path.cwd()))  # unless the caller named one
+    return runtime_env
+
+
 def init_ray() -> None:
-    """Connect to ``RAY_ADDRESS`` or start a private local cluster bound to 127.0.0.1."""
+    """Connect to ``RAY_ADDRESS`` (by hand, with :func:`driver_runtime_env`; in a submitted job,
+    with the job's) or start a private local cluster bound to 127.0.0.1."""
     if ray.is_initialized():
         return
     if os.environ.get("RAY_ADDRESS"):
-        ray.init(address=os.environ["RAY_ADDRESS"], log_to_driver=True)
+        ray.init(address=os.environ["RAY_ADDRESS"], log_to_driver=True,
+                 runtime_env=None if JOB_CONFIG_ENV in os.environ else driver_runtime_env())
     else:
         ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False,
                  num_cpus=os.cpu_count() or 1,
