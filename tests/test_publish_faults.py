@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from openclaw_rl.models import load_model
 from openclaw_rl.rollout.publish import post_weights
 from slime.errors import PublishFailed
 from slime.orchestration.fault_points import FAULT_AT_ENV, FAULT_DIR_ENV, release, wait_reached
+from tests.support.ray_head import driver_env
 from tests.support.server import free_port, running_server, start_server, stop_server
 
 REPO = Path(__file__).resolve().parent.parent
@@ -131,7 +131,7 @@ def test_publish_retries_a_restarting_server_then_gives_up_within_its_bound(tmp_
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_a_training_run_survives_its_publish_folder_vanishing(tmp_path):
+def test_a_training_run_survives_its_publish_folder_vanishing(ray_head, tmp_path):
     work = tmp_path / "run"
     (work / "faults").mkdir(parents=True)
     work.joinpath("sessions.jsonl").write_text("".join(json.dumps({"session_id": f"s{i}", "turns": [
@@ -139,8 +139,10 @@ def test_a_training_run_survives_its_publish_folder_vanishing(tmp_path):
          "next_state": "thanks"}]}) + "\n" for i in range(6)))
     with running_server("builtin:tiny-qwen3", tmp_path / "rl_buffer", "--torch-threads", "1") as server:
         root = server.base_url.rsplit("/v1", 1)[0]
-        env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "SLIME_CALLER_CWD", "DATA_PATH")}
-        env.update({"OMP_NUM_THREADS": "1", FAULT_AT_ENV: "publish@2", FAULT_DIR_ENV: str(work / "faults")})
+        # a driver of the shared head; SLIME_JOB_ENV carries the fault point into its actors
+        env = driver_env(ray_head[0], "SLIME_CALLER_CWD", "DATA_PATH", OMP_NUM_THREADS="1",
+                         SLIME_JOB_ENV=f"{FAULT_AT_ENV} {FAULT_DIR_ENV} OMP_NUM_THREADS",
+                         **{FAULT_AT_ENV: "publish@2", FAULT_DIR_ENV: str(work / "faults")})
         run = subprocess.Popen(
             [sys.executable, str(REPO / "slime" / "train.py"), "--model-path", "builtin:tiny-qwen3",
              "--data-path", "sessions.jsonl", "--server-url", root, "--api-key", "sk-test",

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -15,6 +14,7 @@ import pytest
 import torch
 
 from openclaw_rl.models import load_model, load_tokenizer
+from tests.support.ray_head import driver_env
 from tests.support.server import running_server
 from tests.support.traffic import streaming_traffic
 
@@ -131,7 +131,7 @@ def test_a_server_killed_after_a_promotion_serves_that_version_again(tmp_path):
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_a_live_run_follows_a_rollback_of_serving(tmp_path):
+def test_a_live_run_follows_a_rollback_of_serving(ray_head, tmp_path):
     """A real run (slime/train.py on Ray, offline sessions, publishing to a real server) is held at
     the start of step 3's optimizer work while serving is rolled back from version 2 to 1
     (``POST /admin/rollback``). The step's weights grew from version 2: they are dropped, the
@@ -148,8 +148,10 @@ def test_a_live_run_follows_a_rollback_of_serving(tmp_path):
          "next_state": "thanks"}]}) + "\n" for i in range(8)))
     with running_server("builtin:tiny-qwen3", tmp_path / "served") as server:
         base = server.base_url.rsplit("/v1", 1)[0]
-        env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "SLIME_CALLER_CWD", "DATA_PATH")}
-        env.update({FAULT_AT_ENV: "train_step@3", FAULT_DIR_ENV: str(faults), "OMP_NUM_THREADS": "1"})
+        # a driver of the shared head; SLIME_JOB_ENV carries the fault point into its actors
+        env = driver_env(ray_head[0], "SLIME_CALLER_CWD", "DATA_PATH", OMP_NUM_THREADS="1",
+                         SLIME_JOB_ENV=f"{FAULT_AT_ENV} {FAULT_DIR_ENV} OMP_NUM_THREADS",
+                         **{FAULT_AT_ENV: "train_step@3", FAULT_DIR_ENV: str(faults)})
         run = subprocess.Popen(
             [sys.executable, str(repo / "slime" / "train.py"), "--model-path", "builtin:tiny-qwen3",
              "--data-path", "sessions.jsonl", "--server-url", base, "--api-key", "sk-test",

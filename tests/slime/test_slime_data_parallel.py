@@ -16,6 +16,7 @@ from safetensors.torch import load_file
 
 from slime.config.arguments import parse_args
 from slime.record.sample import Sample
+from tests.support.ray_head import driver_env
 
 pytestmark = pytest.mark.ray
 TOL = 1e-5
@@ -130,16 +131,17 @@ def test_lora_adapter_two_actors_and_resume(ray_cluster, tmp_path):
                      _weights(tmp_path / "two_then_one" / "checkpoint-2")) < TOL
 
 
-def _train_py(work: Path, *args: str) -> dict:
-    """``slime/train.py`` on recorded sessions (offline, the repository's reward plugin); its summary."""
+def _train_py(work: Path, ray_port: int, *args: str) -> dict:
+    """``slime/train.py`` on recorded sessions (offline, the repository's reward plugin), driving a
+    run on the head at GCS ``ray_port`` (the shared ``ray_head``); its summary."""
     import json
-    import os
     import subprocess
     import sys
 
     repo = Path(__file__).resolve().parents[2]
-    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "SLIME_CALLER_CWD", "DATA_PATH")}
-    env.update(OMP_NUM_THREADS="1", PYTHONPATH=str(repo))  # the Ray workers import this checkout
+    # the Ray workers import this checkout (SLIME_JOB_ENV carries the variables into the actors)
+    env = driver_env(ray_port, "SLIME_CALLER_CWD", "DATA_PATH", OMP_NUM_THREADS="1", PYTHONPATH=str(repo),
+                     SLIME_JOB_ENV="OMP_NUM_THREADS PYTHONPATH")
     run = subprocess.run([sys.executable, str(repo / "slime" / "train.py"), "--model-path", "builtin:tiny-qwen3",
                           "--data-path", "sessions.jsonl", "--custom-rm-path", "tests/plugins/low_ids_reward.py",
                           "--rollout-batch-size", "2", "--save", "./ckpt", "--save-interval", "1",
@@ -150,7 +152,7 @@ def _train_py(work: Path, *args: str) -> dict:
 
 
 @pytest.mark.slow
-def test_train_loop_on_two_actors_then_resumed_on_one(tmp_path):
+def test_train_loop_on_two_actors_then_resumed_on_one(ray_head, tmp_path):
     """The whole loop (admission, train step, checkpoint, weight export) on 2 train actors, then
     the run resumed from its checkpoint on 1 actor: each turn trained once, versions continue."""
     import json
@@ -158,11 +160,11 @@ def test_train_loop_on_two_actors_then_resumed_on_one(tmp_path):
     (tmp_path / "sessions.jsonl").write_text("".join(json.dumps({"session_id": f"s{i}", "turns": [
         {"prompt": [{"role": "user", "content": f"question {i}"}], "response": f"answer {i}",
          "next_state": "thanks"}]}) + "\n" for i in range(6)))
-    first = _train_py(tmp_path, "--num-rollout", "2", "--actor-num-gpus-per-node", "2")
+    first = _train_py(tmp_path, ray_head[0], "--num-rollout", "2", "--actor-num-gpus-per-node", "2")
     assert (first["steps"], first["samples_trained"]) == (2, 4)
     assert sorted(p.name for p in (tmp_path / "ckpt" / "checkpoint-2").glob("*.safetensors")) == ["model.safetensors"]
     assert (tmp_path / "ckpt" / "published" / "version-2" / "model.safetensors").is_file()
-    resumed = _train_py(tmp_path, "--num-rollout", "3", "--resume-from-checkpoint", "ckpt")
+    resumed = _train_py(tmp_path, ray_head[0], "--num-rollout", "3", "--resume-from-checkpoint", "ckpt")
     assert (resumed["start_step"], resumed["steps"], resumed["resumed_weight_version"]) == (2, 1, 2)
     state = json.loads((tmp_path / "ckpt" / "checkpoint-latest" / "trainer_state.json").read_text())
     assert (state["step"], state["weight_version"]) == (3, 3)
