@@ -268,12 +268,12 @@ def test_history_is_judged_and_trained_on_ray_before_live_turns(ray_head, tmp_pa
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_main_job_history_first_measures_base_and_go_live(tmp_path):
+def test_main_job_history_first_measures_base_and_go_live(ray_head, tmp_path):
     """``python -m openclaw_rl.main_job --history-first`` (short, tiny model): the simulated user's
     earlier sessions are recorded on a server of their own, the 4 most recent main turns are judged
     and trained with nobody talking to the run's server, and the summary has the base and go-live
     satisfaction with McNemar's p and the history counts."""
-    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "SLIME_CALLER_CWD", "HISTORY_PATH")}
+    env = driver_env(ray_head[0], "SLIME_CALLER_CWD", "HISTORY_PATH")  # its trainer on the shared head
     r = subprocess.run([sys.executable, "-m", "openclaw_rl.main_job", "--history-first", "--method", "rl",
                         "--model-path", "builtin:tiny-qwen3", "--history-max-turns", "4", "--batch-size", "2",
                         "--held-out", "4", "--max-tokens", "8", "--eval-max-tokens", "8", "--prm-mode", "lexical",
