@@ -28,7 +28,7 @@ def _one_step(ray_head, data: Path, tmp_path: Path, batch: int = 2) -> subproces
     """Run the launch script for one offline step of ``batch`` samples on ``data``; returns the
     finished process."""
     port, dash = ray_head
-    env = job_env(port, dash, RAY_ADDRESS=f"127.0.0.1:{port}",  # the GCS form: ray status, then the cluster's job API
+    env = job_env(port, dash, RAY_ADDRESS=f"127.0.0.1:{port}",  # the GCS form: the script asks the cluster for its job API
                   MODEL_PATH="builtin:tiny-qwen3", DATA_PATH=str(data),
                   CKPT_SAVE_DIR=str(tmp_path / "ckpt"), RL_BUFFER_DIR=str(tmp_path / "buf"),
                   LOG_DIR=str(tmp_path / "logs"),

@@ -123,7 +123,7 @@ def job_env(port: int, dash: int, **extra: str) -> dict:
     """Environment for a launch script submitting to the head at ``port`` / ``dash``:
     ``RAY_ADDRESS`` is the head's job API URL (``http://127.0.0.1:<dash>``, the form Ray's job docs
     use; the script checks it over HTTP). Pass ``RAY_ADDRESS=f"127.0.0.1:{port}"`` for the GCS
-    form (the script then asks ``ray status`` and the cluster itself for its job API, ~4 s more)."""
+    form (the script then asks the cluster itself for its job API, ~2 s more)."""
     return {**os.environ, "RAY_PORT": str(port), "RAY_DASHBOARD_PORT": str(dash),
             "RAY_ADDRESS": f"http://127.0.0.1:{dash}", "PYTHON": sys.executable, "RAY_AUTH_MODE": "token", **extra}
 
