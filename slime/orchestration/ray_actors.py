@@ -25,7 +25,6 @@ import shutil
 import signal
 import sys
 import threading
-from collections.abc import Mapping
 from pathlib import Path
 
 import ray
@@ -51,17 +50,16 @@ log = logging.getLogger(__name__)
 JOB_CONFIG_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"
 
 
-def driver_runtime_env(environ: Mapping[str, str] | None = None) -> dict:
+def driver_runtime_env() -> dict:
     """The Ray ``runtime_env`` of a driver started by hand on a running cluster
     (``RAY_ADDRESS=<cluster> python slime/train.py``): what a launch script gives a submitted job
     (:func:`slime.config.run_args.job_runtime_env`: the environment fallbacks set, the variables
-    ``SLIME_JOB_ENV`` names) and the working directory as ``SLIME_CALLER_CWD`` (unless set). Takes
-    the environment (default ``os.environ``); returns ``{"env_vars": {...}}``. The run's actors
+    ``SLIME_JOB_ENV`` names) and the working directory as ``SLIME_CALLER_CWD`` (unless set), read
+    from this process; returns ``{"env_vars": {...}}``. The run's actors
     live in the cluster's worker processes, which inherit neither this process's environment nor
     its working directory: without it a run with no ``--save`` put its trajectory store in the
     head's directory, and a plugin's variables were unset in the actors."""
-    environ = os.environ if environ is None else environ
-    runtime_env = job_runtime_env(environ)
+    runtime_env = job_runtime_env()
     runtime_env["env_vars"].setdefault(CALLER_CWD_ENV, str(Path.cwd()))  # unless the caller named one
     return runtime_env
 
